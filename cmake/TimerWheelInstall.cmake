@@ -1,0 +1,81 @@
+# Install and export rules: find_package(TimerWheel) from an install tree gives
+# TimerWheel::TimerQueue, TimerWheel::AsioTimerQueue, TimerWheel::TimerWheel
+# (and later TimerWheel::ReliableUDP): whichever of them this build has.
+#
+# Layout:
+#   <libdir>/                             the libraries
+#   <includedir>/timerwheel/TimerQueue/   every *.h of TimerQueue/ (Detail/ too)
+#   <includedir>/timerwheel/TimerWheel/   every *.h of TimerWheel/
+#   <libdir>/cmake/TimerWheel/            config, version and targets files
+include_guard(GLOBAL)
+include(CMakePackageConfigHelpers)
+
+set(TIMERWHEEL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/TimerWheel")
+
+# Only the libraries that exist so far (the names of the targets, not of their
+# exports: TimerQueueAsio is exported as TimerWheel::AsioTimerQueue).
+set(_timerwheel_targets "")
+foreach(_target IN ITEMS TimerQueue TimerQueueAsio TimerWheel ReliableUDP)
+  if(TARGET ${_target})
+    list(APPEND _timerwheel_targets ${_target})
+  endif()
+endforeach()
+
+if(NOT _timerwheel_targets)
+  return()  # nothing to install yet
+endif()
+
+install(TARGETS ${_timerwheel_targets}
+  EXPORT TimerWheelTargets
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+
+# Headers keep their paths below the library folder, so that an installed
+# #include "TimerQueue/Detail/TimerPool.h" means what it means in the source tree.
+foreach(_dir IN ITEMS TimerQueue TimerWheel ReliableUDP)
+  if(NOT TARGET ${_dir})
+    continue()
+  endif()
+  file(GLOB_RECURSE _headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}"
+       "${PROJECT_SOURCE_DIR}/${_dir}/*.h")
+  foreach(_header IN LISTS _headers)
+    get_filename_component(_header_dir "${_header}" DIRECTORY)
+    install(FILES "${PROJECT_SOURCE_DIR}/${_header}"
+            DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/timerwheel/${_header_dir}")
+  endforeach()
+endforeach()
+
+# Which dependencies the exported targets (and, for static libraries, their
+# $<LINK_ONLY:...> private dependencies) refer to, so that the config file asks
+# a consumer's build for exactly those.
+set(TIMERWHEEL_CONFIG_NEEDS_THREADS FALSE)
+set(TIMERWHEEL_CONFIG_NEEDS_BOOST FALSE)
+foreach(_target IN LISTS _timerwheel_targets)
+  get_target_property(_libs ${_target} INTERFACE_LINK_LIBRARIES)
+  if(_libs MATCHES "Threads::")
+    set(TIMERWHEEL_CONFIG_NEEDS_THREADS TRUE)
+  endif()
+  if(_libs MATCHES "Boost::")
+    set(TIMERWHEEL_CONFIG_NEEDS_BOOST TRUE)
+  endif()
+endforeach()
+
+install(EXPORT TimerWheelTargets
+  NAMESPACE TimerWheel::
+  FILE TimerWheelTargets.cmake
+  DESTINATION "${TIMERWHEEL_INSTALL_CMAKEDIR}")
+
+configure_package_config_file(
+  "${CMAKE_CURRENT_LIST_DIR}/TimerWheelConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/TimerWheelConfig.cmake"
+  INSTALL_DESTINATION "${TIMERWHEEL_INSTALL_CMAKEDIR}")
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/TimerWheelConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  "${PROJECT_BINARY_DIR}/TimerWheelConfig.cmake"
+  "${PROJECT_BINARY_DIR}/TimerWheelConfigVersion.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/TimerWheelHostHeaders.cmake"
+  DESTINATION "${TIMERWHEEL_INSTALL_CMAKEDIR}")

@@ -1,0 +1,169 @@
+#include "TimerQueue/AsioTimerQueue.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "TimerQueue/Detail/RunDispatch.h"
+
+namespace timerwheel {
+
+class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
+ public:
+  using Lock = std::unique_lock<std::recursive_mutex>;
+
+  State(boost::asio::io_context& ioContext, IManageTimerQueue& queue, AsioTimerQueueOptions options)
+      : m_queue(queue), m_options(std::move(options)), m_timer(ioContext) {}
+
+  std::recursive_mutex& Mutex() { return m_mutex; }
+  IManageTimerQueue& Queue() { return m_queue; }
+
+  // Lock held. Re-aims the steady_timer if the queue's next expiry is now sooner than its aim.
+  void AimIfSooner() {
+    if (m_dispatching || m_shutdown) return;  // the dispatcher aims it when it ends
+    const Ticks next = m_queue.GetNextExpiry();
+    if (next < m_aimedAt) Aim(next);
+  }
+
+  void BeginShutdown() noexcept {
+    Lock lock(m_mutex);
+    m_shutdown = true;
+    boost::system::error_code ignored;
+    m_timer.cancel(ignored);
+  }
+
+  bool WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
+    Lock lock(m_mutex);
+    if (m_dispatching && m_dispatchThread == std::this_thread::get_id()) {
+      throw std::logic_error("AsioTimerQueue: WaitForShutdownToComplete called from a timer callback");
+    }
+    return m_idle.wait_for(lock, timeout, [this] { return !m_dispatching; });
+  }
+
+  void WaitUntilIdle() {
+    Lock lock(m_mutex);
+    m_idle.wait(lock, [this] { return !m_dispatching; });
+  }
+
+  bool IsDispatchingOnThisThread() {
+    Lock lock(m_mutex);
+    return m_dispatching && m_dispatchThread == std::this_thread::get_id();
+  }
+
+ private:
+  void Aim(Ticks next) {
+    ++m_aim;  // completions of earlier aims are now stale
+    m_aimedAt = next;
+    if (next == IManageTimerQueue::kNoExpiry) {
+      boost::system::error_code ignored;
+      m_timer.cancel(ignored);
+      return;
+    }
+    m_timer.expires_after(std::chrono::milliseconds(m_queue.GetNextTimeout()));
+    m_timer.async_wait([self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
+      self->OnTimerCompleted(aim);
+    });
+  }
+
+  void OnTimerCompleted(std::uint64_t aim) {
+    Lock lock(m_mutex);
+    if (m_shutdown || aim != m_aim) return;  // cancelled, or superseded by a sooner aim
+    m_aimedAt = IManageTimerQueue::kNoExpiry;
+    if (m_options.monitor) m_options.monitor->OnDispatchWakeUp();
+    if (m_queue.GetNextTimeout() == 0) Dispatch(lock);
+    // Left-overs (after a throw under WithLockHeld, or a shutdown) make this 0: a new handler.
+    if (!m_shutdown) Aim(m_queue.GetNextExpiry());
+  }
+
+  void Dispatch(Lock& lock) {
+    m_dispatching = true;
+    m_dispatchThread = std::this_thread::get_id();
+    detail::RunDispatch(m_queue, lock, m_options.dispatchPolicy, m_options.onCallbackError,
+                        [this] { return m_shutdown.load(std::memory_order_acquire); });
+    m_dispatching = false;
+    m_idle.notify_all();
+  }
+
+  std::recursive_mutex m_mutex;
+  std::condition_variable_any m_idle;  // signalled when a dispatch ends
+  IManageTimerQueue& m_queue;
+  const AsioTimerQueueOptions m_options;
+  boost::asio::steady_timer m_timer;
+  Ticks m_aimedAt = IManageTimerQueue::kNoExpiry;  // the expiry the steady_timer is aimed at
+  std::uint64_t m_aim = 0;                         // which aim a completion belongs to
+  bool m_dispatching = false;
+  std::thread::id m_dispatchThread;
+  std::atomic<bool> m_shutdown{false};  // read without the mutex between callbacks
+};
+
+AsioTimerQueue::AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
+                               AsioTimerQueueOptions options)
+    : m_state(std::make_shared<State>(ioContext, queue, std::move(options))) {
+  State::Lock lock(m_state->Mutex());
+  m_state->AimIfSooner();  // the queue may already hold timers
+}
+
+AsioTimerQueue::~AsioTimerQueue() {
+  m_state->BeginShutdown();
+  if (m_state->IsDispatchingOnThisThread()) std::terminate();  // destroyed from its own callback
+  m_state->WaitUntilIdle();
+}
+
+TimerHandle AsioTimerQueue::CreateTimer() {
+  State::Lock lock(m_state->Mutex());
+  return m_state->Queue().CreateTimer();
+}
+
+bool AsioTimerQueue::TimerIsSet(TimerHandle handle) const {
+  State::Lock lock(m_state->Mutex());
+  return m_state->Queue().TimerIsSet(handle);
+}
+
+bool AsioTimerQueue::SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout,
+                              UserData userData, SetIf setIf) {
+  State::Lock lock(m_state->Mutex());
+  const bool wasPending = m_state->Queue().SetTimer(handle, timer, timeout, userData, setIf);
+  m_state->AimIfSooner();
+  return wasPending;
+}
+
+bool AsioTimerQueue::UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout,
+                                 UserData userData, UpdateIf updateIf, bool* wasUpdated) {
+  State::Lock lock(m_state->Mutex());
+  const bool wasPending =
+      m_state->Queue().UpdateTimer(handle, timer, timeout, userData, updateIf, wasUpdated);
+  m_state->AimIfSooner();
+  return wasPending;
+}
+
+bool AsioTimerQueue::CancelTimer(TimerHandle handle) {
+  State::Lock lock(m_state->Mutex());
+  return m_state->Queue().CancelTimer(handle);
+}
+
+bool AsioTimerQueue::DestroyTimer(TimerHandle& handle) {
+  State::Lock lock(m_state->Mutex());
+  return m_state->Queue().DestroyTimer(handle);
+}
+
+void AsioTimerQueue::SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) {
+  State::Lock lock(m_state->Mutex());
+  m_state->Queue().SetOneShotTimer(timer, timeout, userData);
+  m_state->AimIfSooner();
+}
+
+Milliseconds AsioTimerQueue::GetMaximumTimeout() const {
+  State::Lock lock(m_state->Mutex());
+  return m_state->Queue().GetMaximumTimeout();
+}
+
+void AsioTimerQueue::BeginShutdown() noexcept { m_state->BeginShutdown(); }
+
+bool AsioTimerQueue::WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
+  return m_state->WaitForShutdownToComplete(timeout);
+}
+
+}  // namespace timerwheel

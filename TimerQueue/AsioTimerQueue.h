@@ -1,0 +1,68 @@
+// AsioTimerQueue: runs any IManageTimerQueue on a boost::asio::io_context, so timer callbacks run
+// as io_context handlers (IOCP threads on Windows, epoll on Linux).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <memory>
+
+#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/IManageTimerQueue.h"
+#include "TimerQueue/ITimerQueueMonitor.h"
+
+namespace timerwheel {
+
+struct AsioTimerQueueOptions {
+  DispatchPolicy dispatchPolicy = DispatchPolicy::WithoutLock;
+  CallbackErrorHandler onCallbackError;   // empty: ReportCallbackErrorToStderr
+  ITimerQueueMonitor* monitor = nullptr;  // receives OnDispatchWakeUp; not owned
+};
+
+// One boost::asio::steady_timer is kept aimed at the queue's next expiry; when it completes, its
+// handler dispatches everything due (on whichever thread runs the io_context) and re-aims it.
+//
+// Ground rules (locking):
+//  - One recursive mutex guards the underlying queue and the steady_timer; every ITimerQueue
+//    call takes it, from any thread. Callbacks under DispatchPolicy::WithLockHeld may call back in.
+//  - At most one dispatch runs at a time, even with many io_context threads: the steady_timer is
+//    not re-aimed while a dispatch is in progress; the dispatcher re-aims it when it ends.
+//  - Under WithoutLock, callbacks run without the mutex (Begin and End hold it).
+//  - Handlers keep the driver's internal state alive, so a completion that arrives after the
+//    driver was destroyed finds it shut down and touches nothing else.
+//
+// Wake-ups: a set re-aims the steady_timer only if it brings the next expiry forward; each
+// completion that finds work to do, or not, is reported to the monitor's OnDispatchWakeUp.
+// Errors: a callback that throws is reported to onCallbackError and dispatch carries on.
+// Shutdown: BeginShutdown cancels the steady_timer; timers still pending never fire (they stay in
+// the underlying queue). After WaitForShutdownToComplete returns true no callback is running or
+// will run. The destructor does both; destroy the driver before the io_context and the queue.
+class AsioTimerQueue final : public ITimerQueue {
+ public:
+  AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
+                 AsioTimerQueueOptions options = {});
+  ~AsioTimerQueue() override;
+
+  AsioTimerQueue(const AsioTimerQueue&) = delete;
+  AsioTimerQueue& operator=(const AsioTimerQueue&) = delete;
+
+  TimerHandle CreateTimer() override;
+  bool TimerIsSet(TimerHandle handle) const override;
+  bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
+                SetIf setIf = SetIf::Always) override;
+  bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
+                   UpdateIf updateIf = UpdateIf::Always, bool* wasUpdated = nullptr) override;
+  bool CancelTimer(TimerHandle handle) override;
+  bool DestroyTimer(TimerHandle& handle) override;
+  void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override;
+  Milliseconds GetMaximumTimeout() const override;
+
+  void BeginShutdown() noexcept;
+  // True once no callback is running; throws std::logic_error from a callback.
+  bool WaitForShutdownToComplete(std::chrono::milliseconds timeout);
+
+ private:
+  class State;
+  std::shared_ptr<State> m_state;
+};
+
+}  // namespace timerwheel

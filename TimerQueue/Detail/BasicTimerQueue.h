@@ -1,0 +1,316 @@
+// The ITimerQueue/IManageTimerQueue machinery shared by the heap and the wheel: handles, the
+// record pool, argument checks and the dual-data dispatch. Only the schedule differs.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "TimerQueue/IManageTimerQueue.h"
+#include "TimerQueue/ITickProvider.h"
+#include "TimerQueue/ITimerQueueMonitor.h"
+#include "TimerQueue/Detail/TimerPool.h"
+
+namespace timerwheel::detail {
+
+// A Scheduler orders pending records by deadline. It is given the pool and keeps its per-record
+// state in TimerRecord::node. Required members (ids are pool indices):
+//   using Node = ...;                                   // embedded in each record
+//   Scheduler(TimerPool<Node>&, Args...);
+//   void Reserve(std::size_t records);                  // so that Schedule never allocates
+//   void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;    // id not scheduled
+//   void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;  // id scheduled
+//   void Unschedule(std::uint32_t id) noexcept;
+//   std::size_t Size() const noexcept;
+//   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
+//                                             // (0: something is due already)
+//   template <class F> void DetachDue(Ticks now, F onDue);  // unschedule each due id, in
+//                                             // firing order (ties: set order), calling onDue(id)
+//   Milliseconds MaximumTimeout() const noexcept;
+//   void CheckInvariants() const;             // throws std::logic_error
+//
+// The dispatch batch holds the timed-out copy of each detached timer's data. It lives in the batch
+// rather than in the record because one record can have two undispatched expiries: End with
+// callbacks left over keeps them due, and meanwhile the timer may be re-set and expire again.
+//
+// Thread safety: none here (see IManageTimerQueue). HandleTimeout reads only m_batch,
+// m_batchPosition and m_dispatching; every other member is touched only by calls made under the
+// driver's lock, and m_batch is changed only by Begin and End.
+template <class Scheduler>
+class BasicTimerQueue : public IManageTimerQueue {
+ public:
+  using Node = typename Scheduler::Node;
+
+  BasicTimerQueue(const BasicTimerQueue&) = delete;
+  BasicTimerQueue& operator=(const BasicTimerQueue&) = delete;
+
+  // Nothing fires. Every record still allocated (pending, unset, one-shot, or awaiting dispatch)
+  // is reported to the monitor as deleted.
+  ~BasicTimerQueue() override {
+    if (m_monitor) m_pool.ForEachAllocated([this](std::uint32_t, auto&) { m_monitor->OnTimerDeleted(); });
+  }
+
+  TimerHandle CreateTimer() override {
+    const std::uint32_t id = AllocateRecord();
+    if (m_monitor) m_monitor->OnTimerCreated();
+    return m_pool.HandleOf(id);
+  }
+
+  bool TimerIsSet(TimerHandle handle) const override {
+    return m_pool[m_pool.IdOf(handle)].IsPending();
+  }
+
+  bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
+                SetIf setIf = SetIf::Always) override {
+    const std::uint32_t id = m_pool.IdOf(handle);
+    CheckTimeout(timeout);
+    const bool wasPending = m_pool[id].IsPending();
+    if (!(wasPending && setIf == SetIf::NotSet)) {
+      const Ticks now = m_ticks.GetTickCount();
+      Arm(id, timer, userData, now + timeout, now);
+    }
+    if (m_monitor) m_monitor->OnTimerSet(wasPending);
+    return wasPending;
+  }
+
+  bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
+                   UpdateIf updateIf = UpdateIf::Always, bool* wasUpdated = nullptr) override {
+    const std::uint32_t id = m_pool.IdOf(handle);
+    CheckTimeout(timeout);
+    auto& record = m_pool[id];
+    const bool wasPending = record.IsPending();
+    bool updated = true;
+    if (wasPending && updateIf == UpdateIf::AlwaysNoTimeoutChange) {
+      record.active = {&timer, userData};  // keeps deadline and firing order
+    } else {
+      const Ticks now = m_ticks.GetTickCount();
+      const Ticks deadline = now + timeout;
+      if (wasPending) {
+        updated = updateIf == UpdateIf::Always ||
+                  (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
+                  (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
+      }
+      if (updated) Arm(id, timer, userData, deadline, now);
+    }
+    if (wasUpdated) *wasUpdated = updated;
+    if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
+    return wasPending;
+  }
+
+  bool CancelTimer(TimerHandle handle) override {
+    const std::uint32_t id = m_pool.IdOf(handle);
+    const bool wasPending = Disarm(id);
+    if (m_monitor) m_monitor->OnTimerCancelled(wasPending);
+    return wasPending;
+  }
+
+  bool DestroyTimer(TimerHandle& handle) override {
+    const std::uint32_t id = m_pool.IdOf(handle);
+    const bool wasPending = Disarm(id);
+    auto& record = m_pool[id];
+    record.flags |= kHandleReleased;
+    // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
+    if (record.batchRefs == 0) FreeRecord(id);
+    handle = TimerHandle{};
+    if (m_monitor) m_monitor->OnTimerDestroyed(wasPending);
+    return wasPending;
+  }
+
+  void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override {
+    CheckTimeout(timeout);
+    const std::uint32_t id = AllocateRecord();
+    m_pool[id].flags |= kHandleReleased;  // freed by EndTimeoutHandling once it has fired
+    const Ticks now = m_ticks.GetTickCount();
+    Arm(id, timer, userData, now + timeout, now);
+    if (m_monitor) m_monitor->OnOneShotTimerCreated();
+  }
+
+  Milliseconds GetMaximumTimeout() const override { return m_scheduler.MaximumTimeout(); }
+
+  Milliseconds GetNextTimeout() noexcept override {
+    const Ticks next = GetNextExpiry();
+    if (next == kNoExpiry) return kInfinite;
+    if (next == 0) return 0;
+    const Ticks now = m_ticks.GetTickCount();
+    if (next <= now) return 0;
+    return static_cast<Milliseconds>(std::min<Ticks>(next - now, kInfinite - 1));
+  }
+
+  Ticks GetNextExpiry() noexcept override {
+    if (m_hasLeftovers) return 0;
+    if (m_scheduler.Size() == 0) return kNoExpiry;
+    return m_scheduler.NextExpiry();
+  }
+
+  bool BeginTimeoutHandling() override {
+    if (m_dispatching) {
+      throw std::logic_error("BeginTimeoutHandling: a dispatch is already in progress");
+    }
+    if (m_scheduler.Size() != 0) {
+      // Reserve up front (amortised doubling) so that detaching can never fail half-way.
+      const std::size_t needed = m_batch.size() + m_scheduler.Size();
+      if (needed > m_batch.capacity()) m_batch.reserve(std::max(needed, 2 * m_batch.capacity()));
+      m_scheduler.DetachDue(m_ticks.GetTickCount(), [this](std::uint32_t id) {
+        auto& record = m_pool[id];
+        m_batch.push_back({id, record.active});
+        record.active = {};
+        record.flags &= static_cast<std::uint8_t>(~kPending);
+        ++record.batchRefs;
+      });
+    }
+    m_hasLeftovers = false;
+    m_dispatching = !m_batch.empty();
+    return m_dispatching;
+  }
+
+  std::size_t HandleTimeout(std::size_t budget = SIZE_MAX) override {
+    if (!m_dispatching) {
+      throw std::logic_error("HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
+    }
+    std::size_t handled = 0;
+    while (handled < budget && m_batchPosition < m_batch.size()) {
+      // Advance first: if the callback throws, the next call continues after it.
+      const TimerData expired = m_batch[m_batchPosition++].expired;
+      ++handled;
+      if (m_monitor) m_monitor->OnTimerFired();
+      expired.timer->OnTimer(expired.userData);
+    }
+    return handled;
+  }
+
+  void EndTimeoutHandling() override {
+    if (!m_dispatching) {
+      throw std::logic_error("EndTimeoutHandling without a matching BeginTimeoutHandling");
+    }
+    for (std::size_t i = 0; i < m_batchPosition; ++i) {
+      const std::uint32_t id = m_batch[i].id;
+      auto& record = m_pool[id];
+      if (--record.batchRefs == 0 && (record.flags & (kHandleReleased | kPending)) == kHandleReleased) {
+        FreeRecord(id);
+      }
+    }
+    // Undispatched expiries stay at the front, so they fire first at the next Begin.
+    m_batch.erase(m_batch.begin(), m_batch.begin() + static_cast<std::ptrdiff_t>(m_batchPosition));
+    m_batchPosition = 0;
+    m_dispatching = false;
+    m_hasLeftovers = !m_batch.empty();
+  }
+
+  // Debug aid for tests: verifies the pool, the batch and the schedule agree. Throws
+  // std::logic_error naming the values involved.
+  void CheckInvariants() const {
+    std::size_t pending = 0;
+    std::vector<std::uint32_t> refs(m_pool.Size(), 0);
+    for (const BatchEntry& entry : m_batch) ++refs[entry.id];
+    for (std::uint32_t id = 0; id < m_pool.Size(); ++id) {
+      const auto& record = m_pool[id];
+      if (record.batchRefs != refs[id]) {
+        Fail("record " + std::to_string(id) + " has batchRefs " + std::to_string(record.batchRefs) +
+             " but the batch holds " + std::to_string(refs[id]));
+      }
+      if (!(record.flags & kAllocated)) {
+        if (record.flags != 0) Fail("free record " + std::to_string(id) + " has flags");
+        continue;
+      }
+      if (record.IsPending()) {
+        ++pending;
+        if (record.active.timer == nullptr) Fail("pending record " + std::to_string(id) + " has no timer");
+      }
+      if ((record.flags & (kHandleReleased | kPending)) == kHandleReleased && record.batchRefs == 0) {
+        Fail("released record " + std::to_string(id) + " was not freed");
+      }
+    }
+    if (pending != m_scheduler.Size()) {
+      Fail(std::to_string(pending) + " pending records but the schedule holds " +
+           std::to_string(m_scheduler.Size()));
+    }
+    m_scheduler.CheckInvariants();
+  }
+
+ protected:
+  template <class... SchedulerArgs>
+  BasicTimerQueue(const ITickProvider& ticks, ITimerQueueMonitor* monitor,
+                  std::size_t initialCapacity, SchedulerArgs&&... schedulerArgs)
+      : m_ticks(ticks),
+        m_monitor(monitor),
+        m_scheduler(m_pool, std::forward<SchedulerArgs>(schedulerArgs)...) {
+    if (initialCapacity != 0) {
+      m_pool.Reserve(initialCapacity);
+      m_scheduler.Reserve(m_pool.Capacity());
+      m_batch.reserve(initialCapacity);
+    }
+  }
+
+  const Scheduler& GetScheduler() const noexcept { return m_scheduler; }
+
+ private:
+  struct BatchEntry {
+    std::uint32_t id;
+    TimerData expired;  // the timed-out copy
+  };
+
+  [[noreturn]] static void Fail(const std::string& what) {
+    throw std::logic_error("timer queue invariant violated: " + what);
+  }
+
+  void CheckTimeout(Milliseconds timeout) const {
+    const Milliseconds maximum = m_scheduler.MaximumTimeout();
+    if (timeout > maximum) {
+      throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
+                              std::to_string(maximum) + " ms");
+    }
+  }
+
+  std::uint32_t AllocateRecord() {
+    const std::uint32_t id = m_pool.Allocate();
+    try {
+      m_scheduler.Reserve(m_pool.Capacity());  // no-op unless the pool just grew
+    } catch (...) {
+      m_pool.Free(id);
+      throw;
+    }
+    return id;
+  }
+
+  void Arm(std::uint32_t id, ITimer& timer, UserData userData, Ticks deadline, Ticks now) noexcept {
+    auto& record = m_pool[id];
+    record.active = {&timer, userData};
+    record.deadline = deadline;
+    if (record.IsPending()) {
+      m_scheduler.Reschedule(id, deadline, now);
+    } else {
+      record.flags |= kPending;
+      m_scheduler.Schedule(id, deadline, now);
+    }
+  }
+
+  bool Disarm(std::uint32_t id) noexcept {
+    auto& record = m_pool[id];
+    if (!record.IsPending()) return false;
+    m_scheduler.Unschedule(id);
+    record.flags &= static_cast<std::uint8_t>(~kPending);
+    record.active = {};
+    return true;
+  }
+
+  void FreeRecord(std::uint32_t id) noexcept {
+    m_pool.Free(id);
+    if (m_monitor) m_monitor->OnTimerDeleted();
+  }
+
+  const ITickProvider& m_ticks;
+  ITimerQueueMonitor* const m_monitor;
+  TimerPool<Node> m_pool;
+  Scheduler m_scheduler;  // after m_pool: it keeps a reference to it
+
+  std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
+  std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
+  bool m_dispatching = false;       // between a Begin that returned true and End
+  bool m_hasLeftovers = false;      // End left undispatched entries: GetNextTimeout says 0
+};
+
+}  // namespace timerwheel::detail

@@ -1,0 +1,76 @@
+#include "TimerQueue/Detail/DispatchThread.h"
+
+#include <stdexcept>
+
+namespace timerwheel::detail {
+
+DispatchThread::DispatchThread(IManageTimerQueue& queue, ITimerQueueMonitor* monitor)
+    : LockingTimerQueue(m_mutexStorage, queue),
+      m_monitor(monitor),
+      m_stoppedFuture(m_stopped.get_future().share()) {}
+
+DispatchThread::~DispatchThread() { StopThread(); }
+
+void DispatchThread::StartThread() { m_thread = std::thread([this] { Run(); }); }
+
+void DispatchThread::StopThread() noexcept {
+  BeginShutdown();
+  if (!m_thread.joinable()) return;
+  // Destroyed from one of its own callbacks: the thread would go on using freed members.
+  if (OnDispatchThread()) std::terminate();
+  m_thread.join();
+}
+
+void DispatchThread::BeginShutdown() noexcept {
+  {
+    Lock lock(m_mutex);
+    m_shutdown.store(true, std::memory_order_release);
+  }
+  m_wake.notify_all();
+}
+
+bool DispatchThread::WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
+  if (OnDispatchThread()) {
+    throw std::logic_error("WaitForShutdownToComplete called from a timer callback");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (m_stoppedFuture.wait_until(deadline) != std::future_status::ready) return false;
+  Lock lock(m_mutex);
+  return m_wake.wait_until(lock, deadline, [this] { return IsIdle(); });
+}
+
+void DispatchThread::AfterArming() {
+  if (!m_sleeping) return;  // awake: it looks at the queue again before it next sleeps
+  const Ticks next = m_queue.GetNextExpiry();
+  if (next < m_sleepUntil) {
+    m_sleepUntil = next;  // later sets compare against this, so they do not wake it again
+    m_wakeRequested = true;
+    m_wake.notify_all();
+  }
+}
+
+void DispatchThread::Run() noexcept {
+  Lock lock(m_mutex);
+  while (!ShutdownRequested()) {
+    const Milliseconds next = m_queue.GetNextTimeout();
+    if (next == 0) {
+      Dispatch(lock);
+      continue;
+    }
+    m_sleeping = true;
+    m_wakeRequested = false;
+    m_sleepUntil = m_queue.GetNextExpiry();
+    auto woken = [this] { return m_wakeRequested || ShutdownRequested(); };
+    if (next == kInfinite) {
+      m_wake.wait(lock, woken);
+    } else {
+      m_wake.wait_for(lock, std::chrono::milliseconds(next), woken);
+    }
+    m_sleeping = false;
+    if (m_monitor) m_monitor->OnDispatchWakeUp();
+  }
+  lock.unlock();
+  m_stopped.set_value();
+}
+
+}  // namespace timerwheel::detail

@@ -1,0 +1,68 @@
+// The thread that ThreadedTimerQueue and IocpTimerQueue share: it sleeps until the queue's next
+// expiry and then calls the driver's Dispatch.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "TimerQueue/Detail/LockingTimerQueue.h"
+#include "TimerQueue/ITimerQueueMonitor.h"
+
+namespace timerwheel::detail {
+
+// Ground rules (locking):
+//  - m_mutex (recursive, so that callbacks run under it may call back in) guards the underlying
+//    queue and every member here except m_shutdown, which is atomic so that dispatch loops can
+//    poll it between callbacks without the lock.
+//  - The thread holds m_mutex except while it sleeps on m_wake and while the derived Dispatch
+//    releases it.
+//  - A set wakes the thread only if it brings the queue's next expiry forward; expiries are
+//    compared as absolute ticks, so a later timer can never look sooner through rounding.
+//
+// Derived classes call StartThread() at the end of their constructor and StopThread() at the
+// start of their destructor (the thread calls the virtual Dispatch, so it must not outlive them).
+class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
+ public:
+  // Stops dispatching: prompt, from any thread, callbacks included.
+  void BeginShutdown() noexcept;
+  // True once the thread has stopped and the derived class has nothing in flight (IsIdle).
+  // Throws std::logic_error on the dispatch thread itself.
+  bool WaitForShutdownToComplete(std::chrono::milliseconds timeout);
+
+ protected:
+  DispatchThread(IManageTimerQueue& queue, ITimerQueueMonitor* monitor);
+  ~DispatchThread() override;
+
+  void StartThread();
+  void StopThread() noexcept;
+
+  // Lock held on entry and on return; called when something is due. May release the lock.
+  virtual void Dispatch(Lock& lock) = 0;
+  // Lock held: nothing of this driver is still in flight (e.g. a posted packet).
+  virtual bool IsIdle() const { return true; }
+
+  bool ShutdownRequested() const noexcept { return m_shutdown.load(std::memory_order_acquire); }
+  bool OnDispatchThread() const noexcept { return m_thread.get_id() == std::this_thread::get_id(); }
+
+  std::recursive_mutex m_mutexStorage;
+  std::condition_variable_any m_wake;  // wakes the thread; also signalled when a dispatch ends
+
+ private:
+  void AfterArming() final;
+  void Run() noexcept;
+
+  ITimerQueueMonitor* const m_monitor;
+  bool m_sleeping = false;
+  bool m_wakeRequested = false;
+  Ticks m_sleepUntil = 0;  // while sleeping: the next expiry when it fell asleep
+  std::atomic<bool> m_shutdown{false};
+  std::promise<void> m_stopped;
+  std::shared_future<void> m_stoppedFuture;
+  std::thread m_thread;
+};
+
+}  // namespace timerwheel::detail

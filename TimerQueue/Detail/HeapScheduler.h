@@ -1,0 +1,151 @@
+// The schedule behind TimerQueue: an indexed 4-ary min-heap of deadlines.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "TimerQueue/Detail/TimerPool.h"
+#include "TimerQueue/TimerTypes.h"
+
+namespace timerwheel::detail {
+
+// Each heap entry carries its own key (deadline, then a set-order sequence number for FIFO ties),
+// so sifting compares entries in one contiguous array without touching records; each record knows
+// its entry's position, so Reschedule and Unschedule need no search.
+//
+// Complexity: Schedule, Reschedule, Unschedule O(log4 n); NextExpiry O(1); DetachDue O(k log4 n)
+// for k due timers. A 4-ary heap is half as deep as a binary one and its four children share a
+// cache line (4 x 24 bytes), which is what matters once the heap no longer fits in cache.
+class HeapScheduler {
+ public:
+  struct Node {
+    std::uint32_t heapIndex = kNoIndex;
+  };
+
+  explicit HeapScheduler(TimerPool<Node>& pool) : m_pool(pool) {}
+
+  void Reserve(std::size_t records) {
+    if (records > m_heap.capacity()) m_heap.reserve(records);
+  }
+
+  std::size_t Size() const noexcept { return m_heap.size(); }
+
+  Milliseconds MaximumTimeout() const noexcept { return kInfinite - 1; }
+
+  void Schedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+    m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
+    SiftUp(m_heap.size() - 1);
+  }
+
+  void Reschedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+    const std::size_t position = m_pool[id].node.heapIndex;
+    Entry& entry = m_heap[position];
+    // The new sequence number is larger than every other, so the key moves up only if the
+    // deadline is strictly earlier.
+    const bool earlier = deadline < entry.deadline;
+    entry.deadline = deadline;
+    entry.sequence = m_nextSequence++;
+    if (earlier) {
+      SiftUp(position);
+    } else {
+      SiftDown(position);
+    }
+  }
+
+  void Unschedule(std::uint32_t id) noexcept {
+    const std::size_t position = m_pool[id].node.heapIndex;
+    m_pool[id].node.heapIndex = kNoIndex;
+    const Entry last = m_heap.back();
+    m_heap.pop_back();
+    if (position == m_heap.size()) return;  // it was the last entry
+    const bool moveUp = Less(last, m_heap[position]);
+    m_heap[position] = last;
+    if (moveUp) {
+      SiftUp(position);
+    } else {
+      SiftDown(position);
+    }
+  }
+
+  Ticks NextExpiry() const noexcept { return m_heap.front().deadline; }
+
+  template <class OnDue>
+  void DetachDue(Ticks now, OnDue&& onDue) {
+    while (!m_heap.empty() && m_heap.front().deadline <= now) {
+      const std::uint32_t id = m_heap.front().id;
+      Unschedule(id);
+      onDue(id);
+    }
+  }
+
+  void CheckInvariants() const {
+    for (std::size_t i = 0; i < m_heap.size(); ++i) {
+      if (m_pool[m_heap[i].id].node.heapIndex != i) {
+        throw std::logic_error("heap: record " + std::to_string(m_heap[i].id) + " thinks it is at " +
+                               std::to_string(m_pool[m_heap[i].id].node.heapIndex) + ", not " +
+                               std::to_string(i));
+      }
+      if (i != 0 && Less(m_heap[i], m_heap[Parent(i)])) {
+        throw std::logic_error("heap: entry " + std::to_string(i) + " (deadline " +
+                               std::to_string(m_heap[i].deadline) + ") is before its parent");
+      }
+    }
+  }
+
+ private:
+  static constexpr std::size_t kArity = 4;
+
+  struct Entry {
+    Ticks deadline;
+    std::uint64_t sequence;  // set order, for FIFO among equal deadlines; never wraps
+    std::uint32_t id;
+  };
+
+  static bool Less(const Entry& a, const Entry& b) noexcept {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence);
+  }
+  static std::size_t Parent(std::size_t i) noexcept { return (i - 1) / kArity; }
+
+  void Place(std::size_t position, const Entry& entry) noexcept {
+    m_heap[position] = entry;
+    m_pool[entry.id].node.heapIndex = static_cast<std::uint32_t>(position);
+  }
+
+  void SiftUp(std::size_t position) noexcept {
+    const Entry moving = m_heap[position];
+    while (position != 0) {
+      const std::size_t parent = Parent(position);
+      if (!Less(moving, m_heap[parent])) break;
+      Place(position, m_heap[parent]);
+      position = parent;
+    }
+    Place(position, moving);
+  }
+
+  void SiftDown(std::size_t position) noexcept {
+    const Entry moving = m_heap[position];
+    const std::size_t size = m_heap.size();
+    for (;;) {
+      const std::size_t first = position * kArity + 1;
+      if (first >= size) break;
+      const std::size_t end = first + kArity < size ? first + kArity : size;
+      std::size_t smallest = first;
+      for (std::size_t child = first + 1; child < end; ++child) {
+        if (Less(m_heap[child], m_heap[smallest])) smallest = child;
+      }
+      if (!Less(m_heap[smallest], moving)) break;
+      Place(position, m_heap[smallest]);
+      position = smallest;
+    }
+    Place(position, moving);
+  }
+
+  TimerPool<Node>& m_pool;
+  std::vector<Entry> m_heap;
+  std::uint64_t m_nextSequence = 0;
+};
+
+}  // namespace timerwheel::detail

@@ -1,0 +1,68 @@
+#include "TimerWheel/Detail/WheelScheduler.h"
+
+namespace timerwheel::detail {
+
+namespace {
+[[noreturn]] void Fail(const std::string& what) {
+  throw std::logic_error("timer wheel invariant violated: " + what);
+}
+}  // namespace
+
+void WheelScheduler::CheckInvariants() const {
+  std::size_t inSlots = 0;
+  std::size_t expired = 0;
+  Ticks earliest = 0;
+  bool anyInSlots = false;
+  auto walk = [&](const List& list, std::uint32_t listId, auto&& checkSlot) {
+    std::uint32_t previous = kNoIndex;
+    std::size_t count = 0;
+    for (std::uint32_t id = list.head; id != kNoIndex; id = m_pool[id].node.next) {
+      const Node& node = m_pool[id].node;
+      if (node.list != listId || node.prev != previous) {
+        Fail("record " + std::to_string(id) + " has list " + std::to_string(node.list) + " prev " +
+             std::to_string(node.prev) + ", expected " + std::to_string(listId) + " and " +
+             std::to_string(previous));
+      }
+      const Ticks deadline = m_pool[id].deadline;
+      checkSlot(id, (deadline + m_granularity - 1) / m_granularity);
+      previous = id;
+      ++count;
+    }
+    if (list.tail != previous) Fail("list " + std::to_string(listId) + " has a wrong tail");
+    return count;
+  };
+
+  expired = walk(m_expired, kExpiredList, [&](std::uint32_t id, Ticks slot) {
+    if (slot > m_cursor) {
+      Fail("record " + std::to_string(id) + " is expired but its slot " + std::to_string(slot) +
+           " is after the cursor " + std::to_string(m_cursor));
+    }
+  });
+  for (std::uint32_t index = 0; index < m_slots.size(); ++index) {
+    const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
+      if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index) {
+        Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
+             " is in ring index " + std::to_string(index) + " (cursor " +
+             std::to_string(m_cursor) + ")");
+      }
+      if (!anyInSlots || slot < earliest) earliest = slot;
+      anyInSlots = true;
+    });
+    if (m_occupied.Test(index) != (count != 0)) {
+      Fail("occupancy bit of slot " + std::to_string(index) + " is wrong");
+    }
+    inSlots += count;
+  }
+  if (inSlots != m_inSlots || inSlots + expired != m_size) {
+    Fail("counts: " + std::to_string(inSlots) + " in slots and " + std::to_string(expired) +
+         " expired, but m_inSlots " + std::to_string(m_inSlots) + " and m_size " +
+         std::to_string(m_size));
+  }
+  if (m_earliestValid && (!anyInSlots || earliest != m_earliest)) {
+    Fail("cached earliest slot " + std::to_string(m_earliest) + " but the earliest is " +
+         std::to_string(earliest));
+  }
+  if (m_nextAdvanceAt != (m_cursor + 1) * m_granularity) Fail("next advance time is stale");
+}
+
+}  // namespace timerwheel::detail

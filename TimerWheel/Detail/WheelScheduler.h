@@ -1,0 +1,238 @@
+// The schedule behind TimerWheel: a ring of slots, one per granularity, of intrusive lists.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "TimerQueue/Detail/TimerPool.h"
+#include "TimerQueue/TimerTypes.h"
+#include "TimerWheel/Detail/SlotBitmap.h"
+
+namespace timerwheel::detail {
+
+// Time is cut into slots of `g` ms; slot number s (absolute) fires at instant s * g. A timer with
+// exact deadline d goes to slot ceil(d / g): the first boundary at or after d, so it never fires
+// early and at most g - 1 ms late. Timers in one slot form a FIFO list, so they fire in set order.
+//
+// The cursor is the last slot number known to be due (floor(now / g) at the last advance). Every
+// scheduled timer is either in the *expired* list (due, waiting for DetachDue; in firing order) or
+// in a slot s with cursor < s <= cursor + N, where N (a power of two >= ceil(M / g) + 1) is the
+// ring size; so a slot's ring index s % N names exactly one s.
+//
+// No lag: every Schedule first advances the cursor to now, moving slots that became due onto the
+// expired list. So a timeout <= M always fits in the ring, however long ago the last dispatch was,
+// and the move costs O(1) per timer plus one bitmap scan per advance (bounded by one revolution,
+// not by the length of a gap). Each timer is moved at most once.
+//
+// Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the cached earliest slot
+// is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096).
+class WheelScheduler {
+ public:
+  struct Node {
+    std::uint32_t prev = kNoIndex;
+    std::uint32_t next = kNoIndex;
+    std::uint32_t list = kNoIndex;  // ring index of its slot, or kExpiredList
+  };
+
+  // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
+  static constexpr std::size_t kMaximumSlots = std::size_t{1} << 24;
+
+  WheelScheduler(TimerPool<Node>& pool, Milliseconds maximumTimeout, Milliseconds granularity,
+                 Ticks now)
+      : m_pool(pool),
+        m_granularity(CheckGranularity(granularity)),
+        m_maximumTimeout(CheckMaximum(maximumTimeout, granularity)),
+        m_slots(RingSize(maximumTimeout, granularity)),
+        m_slotMask(m_slots.size() - 1),
+        m_occupied(m_slots.size()),
+        m_cursor(now / granularity),
+        m_nextAdvanceAt((m_cursor + 1) * granularity) {}
+
+  void Reserve(std::size_t) noexcept {}  // nothing grows with the number of timers
+
+  std::size_t Size() const noexcept { return m_size; }
+  Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
+  Milliseconds Granularity() const noexcept { return m_granularity; }
+  std::size_t SlotCount() const noexcept { return m_slots.size(); }
+
+  void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
+    AdvanceTo(now);
+    // deadline >= now >= cursor * g, and deadline - cursor * g < M + g, so 32 bits suffice and
+    // the slot is at most ceil(M / g) + 1 ahead of the cursor: inside the ring.
+    const auto offset = static_cast<std::uint32_t>(deadline - m_cursor * m_granularity);
+    const Ticks slot = m_cursor + (offset + m_granularity - 1) / m_granularity;
+    ++m_size;
+    if (slot == m_cursor) {  // due already (timeout 0 on a slot boundary)
+      PushBack(m_expired, id, kExpiredList);
+      return;
+    }
+    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
+    PushBack(m_slots[index], id, index);
+    m_occupied.Set(index);
+    if (m_earliestValid && slot < m_earliest) m_earliest = slot;
+  }
+
+  void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
+    Unschedule(id);
+    Schedule(id, deadline, now);
+  }
+
+  void Unschedule(std::uint32_t id) noexcept {
+    const std::uint32_t list = m_pool[id].node.list;
+    --m_size;
+    if (list == kExpiredList) {
+      Unlink(m_expired, id);
+      return;
+    }
+    Unlink(m_slots[list], id);
+    if (m_slots[list].head == kNoIndex) {
+      m_occupied.Clear(list);
+      if (m_earliestValid && (m_earliest & m_slotMask) == list) m_earliestValid = false;
+    }
+  }
+
+  Ticks NextExpiry() noexcept {
+    if (m_expired.head != kNoIndex) return 0;  // due already
+    if (!m_earliestValid) {
+      const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
+      const std::size_t found = m_occupied.FindNextCircular(first);
+      // Size() > 0 and the expired list is empty, so some slot is occupied.
+      m_earliest = m_cursor + 1 + ((found - first) & m_slotMask);
+      m_earliestValid = true;
+    }
+    return m_earliest * m_granularity;
+  }
+
+  template <class OnDue>
+  void DetachDue(Ticks now, OnDue&& onDue) {
+    AdvanceTo(now);
+    while (m_expired.head != kNoIndex) {
+      const std::uint32_t id = m_expired.head;
+      Unlink(m_expired, id);
+      --m_size;
+      onDue(id);
+    }
+  }
+
+  void CheckInvariants() const;
+
+ private:
+  static constexpr std::uint32_t kExpiredList = 0xFFFFFFFEu;
+
+  struct List {
+    std::uint32_t head = kNoIndex;
+    std::uint32_t tail = kNoIndex;
+  };
+
+  static Milliseconds CheckGranularity(Milliseconds granularity) {
+    if (granularity == 0) throw std::invalid_argument("TimerWheel: granularity must be at least 1 ms");
+    return granularity;
+  }
+  static Milliseconds CheckMaximum(Milliseconds maximumTimeout, Milliseconds granularity) {
+    // Schedule's 32-bit arithmetic needs M + 2g to fit in 32 bits.
+    if (maximumTimeout == 0 || Ticks{maximumTimeout} + 2 * Ticks{granularity} > kInfinite) {
+      throw std::invalid_argument("TimerWheel: maximum timeout " + std::to_string(maximumTimeout) +
+                                  " ms is out of range for granularity " +
+                                  std::to_string(granularity) + " ms");
+    }
+    return maximumTimeout;
+  }
+  static std::size_t RingSize(Milliseconds maximumTimeout, Milliseconds granularity) {
+    const std::size_t needed = (Ticks{maximumTimeout} + granularity - 1) / granularity + 1;
+    if (needed > kMaximumSlots) {
+      throw std::invalid_argument("TimerWheel: maximum timeout / granularity needs " +
+                                  std::to_string(needed) + " slots; the limit is " +
+                                  std::to_string(kMaximumSlots));
+    }
+    std::size_t size = 1;
+    while (size < needed) size *= 2;  // a power of two: ring index is a mask, not a division
+    return size;
+  }
+
+  // Moves every slot that is due at `now` to the expired list, in slot order.
+  void AdvanceTo(Ticks now) noexcept {
+    if (now < m_nextAdvanceAt) return;
+    const Ticks newCursor = now / m_granularity;
+    if (m_inSlots != 0) {
+      // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
+      const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
+      for (;;) {
+        const std::size_t found = m_occupied.FindNextCircular(first);
+        if (found == SlotBitmap::kNotFound) break;
+        const Ticks slot = m_cursor + 1 + ((found - first) & m_slotMask);
+        if (slot > newCursor) break;
+        MoveSlotToExpired(static_cast<std::uint32_t>(found));
+      }
+    }
+    m_cursor = newCursor;
+    m_nextAdvanceAt = (newCursor + 1) * m_granularity;
+    if (m_earliestValid && m_earliest <= newCursor) m_earliestValid = false;
+  }
+
+  void MoveSlotToExpired(std::uint32_t index) noexcept {
+    List& slot = m_slots[index];
+    for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool[id].node.next) {
+      m_pool[id].node.list = kExpiredList;
+      --m_inSlots;
+    }
+    // Splice the whole slot onto the tail of the expired list.
+    if (m_expired.tail == kNoIndex) {
+      m_expired.head = slot.head;
+    } else {
+      m_pool[m_expired.tail].node.next = slot.head;
+      m_pool[slot.head].node.prev = m_expired.tail;
+    }
+    m_expired.tail = slot.tail;
+    slot = List{};
+    m_occupied.Clear(index);
+  }
+
+  void PushBack(List& list, std::uint32_t id, std::uint32_t listId) noexcept {
+    Node& node = m_pool[id].node;
+    node.list = listId;
+    node.next = kNoIndex;
+    node.prev = list.tail;
+    if (list.tail == kNoIndex) {
+      list.head = id;
+    } else {
+      m_pool[list.tail].node.next = id;
+    }
+    list.tail = id;
+    if (listId != kExpiredList) ++m_inSlots;
+  }
+
+  void Unlink(List& list, std::uint32_t id) noexcept {
+    Node& node = m_pool[id].node;
+    if (node.prev == kNoIndex) {
+      list.head = node.next;
+    } else {
+      m_pool[node.prev].node.next = node.next;
+    }
+    if (node.next == kNoIndex) {
+      list.tail = node.prev;
+    } else {
+      m_pool[node.next].node.prev = node.prev;
+    }
+    if (node.list != kExpiredList) --m_inSlots;
+    node = Node{};
+  }
+
+  TimerPool<Node>& m_pool;
+  const Milliseconds m_granularity;
+  const Milliseconds m_maximumTimeout;
+  std::vector<List> m_slots;  // ring of N slots, N a power of two
+  const Ticks m_slotMask;
+  SlotBitmap m_occupied;      // bit i set <=> m_slots[i] is non-empty
+  List m_expired;             // due, not yet detached; in firing order
+  Ticks m_cursor;             // absolute slot number: every slot <= it has been moved to m_expired
+  Ticks m_nextAdvanceAt;      // (m_cursor + 1) * g: the instant the next slot becomes due
+  std::size_t m_size = 0;     // scheduled timers: in slots + expired
+  std::size_t m_inSlots = 0;  // of which in slots
+  Ticks m_earliest = 0;       // cached absolute number of the earliest occupied slot...
+  bool m_earliestValid = false;  // ...when this is set
+};
+
+}  // namespace timerwheel::detail

@@ -258,11 +258,13 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   void CheckTimeout(Milliseconds timeout) const {
-    const Milliseconds maximum = m_scheduler.MaximumTimeout();
-    if (timeout > maximum) {
-      throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-                              std::to_string(maximum) + " ms");
-    }
+    if (timeout > m_scheduler.MaximumTimeout()) ThrowTimeoutOutOfRange(timeout, m_scheduler.MaximumTimeout());
+  }
+
+  // Out of line, so that the checks on the hot path stay a compare and a branch.
+  [[noreturn]] static void ThrowTimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
+    throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
+                            std::to_string(maximum) + " ms");
   }
 
   std::uint32_t AllocateRecord() {

@@ -56,16 +56,16 @@ class TimerPool {
 
   // Capacity the vector has room for without reallocating: schedulers size their own arrays to it.
   std::size_t Capacity() const noexcept { return m_records.capacity(); }
-  std::size_t Size() const noexcept { return m_records.size(); }
+  std::size_t Size() const noexcept { return m_size; }
 
   std::uint32_t Allocate() {
     std::uint32_t id = m_freeHead;
     if (id != kNoIndex) {
       m_freeHead = m_records[id].nextFree;
     } else {
-      if (m_records.size() >= kNoIndex) throw std::length_error("timer pool is full");
-      id = static_cast<std::uint32_t>(m_records.size());
+      if (m_size == kNoIndex) throw std::length_error("timer pool is full");
       m_records.emplace_back();
+      id = m_size++;
     }
     Record& record = m_records[id];
     record.flags = kAllocated;
@@ -87,11 +87,11 @@ class TimerPool {
   // The record a handle names, or InvalidTimerHandle if it is null, destroyed or stale.
   std::uint32_t IdOf(TimerHandle handle) const {
     const std::uint32_t id = handle.Index();
-    if (id >= m_records.size()) throw InvalidTimerHandle(handle);
+    if (id >= m_size) ThrowInvalid(handle);
     const Record& record = m_records[id];
     if (record.generation != handle.Generation() ||
         (record.flags & (kAllocated | kHandleReleased)) != kAllocated) {
-      throw InvalidTimerHandle(handle);
+      ThrowInvalid(handle);
     }
     return id;
   }
@@ -105,13 +105,17 @@ class TimerPool {
 
   template <class Function>
   void ForEachAllocated(Function&& function) const {
-    for (std::uint32_t id = 0; id < m_records.size(); ++id) {
+    for (std::uint32_t id = 0; id < m_size; ++id) {
       if (m_records[id].flags & kAllocated) function(id, m_records[id]);
     }
   }
 
  private:
+  // Out of line, so that validation on the hot path stays a few compares.
+  [[noreturn]] static void ThrowInvalid(TimerHandle handle) { throw InvalidTimerHandle(handle); }
+
   std::vector<Record> m_records;
+  std::uint32_t m_size = 0;  // m_records.size(), kept so that validation does no arithmetic
   std::uint32_t m_freeHead = kNoIndex;
 };
 

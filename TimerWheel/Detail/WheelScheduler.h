@@ -88,9 +88,10 @@ class WheelScheduler {
       return;
     }
     Unlink(m_slots[list], id);
-    if (m_slots[list].head == kNoIndex) {
-      m_occupied.Clear(list);
-      if (m_earliestValid && (m_earliest & m_slotMask) == list) m_earliestValid = false;
+    // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
+    // cancel then costs an unlink and this compare.
+    if (m_slots[list].head == kNoIndex && m_earliestValid && (m_earliest & m_slotMask) == list) {
+      m_earliestValid = false;
     }
   }
 
@@ -98,8 +99,12 @@ class WheelScheduler {
     if (m_expired.head != kNoIndex) return 0;  // due already
     if (!m_earliestValid) {
       const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
-      const std::size_t found = m_occupied.FindNextCircular(first);
-      // Size() > 0 and the expired list is empty, so some slot is occupied.
+      // Size() > 0 and the expired list is empty, so some slot is occupied: the loop ends.
+      std::size_t found = m_occupied.FindNextCircular(first);
+      while (m_slots[found].head == kNoIndex) {  // a stale bit: clear it and look further
+        m_occupied.Clear(found);
+        found = m_occupied.FindNextCircular(first);
+      }
       m_earliest = m_cursor + 1 + ((found - first) & m_slotMask);
       m_earliestValid = true;
     }
@@ -154,18 +159,19 @@ class WheelScheduler {
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
   void AdvanceTo(Ticks now) noexcept {
-    if (now < m_nextAdvanceAt) return;
+    if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
+  }
+
+  void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
-    if (m_inSlots != 0) {
-      // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
-      const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
-      for (;;) {
-        const std::size_t found = m_occupied.FindNextCircular(first);
-        if (found == SlotBitmap::kNotFound) break;
-        const Ticks slot = m_cursor + 1 + ((found - first) & m_slotMask);
-        if (slot > newCursor) break;
-        MoveSlotToExpired(static_cast<std::uint32_t>(found));
-      }
+    // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
+    const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
+    for (;;) {
+      const std::size_t found = m_occupied.FindNextCircular(first);
+      if (found == SlotBitmap::kNotFound) break;
+      const Ticks slot = m_cursor + 1 + ((found - first) & m_slotMask);
+      if (slot > newCursor) break;
+      MoveSlotToExpired(static_cast<std::uint32_t>(found));
     }
     m_cursor = newCursor;
     m_nextAdvanceAt = (newCursor + 1) * m_granularity;
@@ -174,9 +180,10 @@ class WheelScheduler {
 
   void MoveSlotToExpired(std::uint32_t index) noexcept {
     List& slot = m_slots[index];
+    m_occupied.Clear(index);
+    if (slot.head == kNoIndex) return;  // a stale occupancy bit
     for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool[id].node.next) {
       m_pool[id].node.list = kExpiredList;
-      --m_inSlots;
     }
     // Splice the whole slot onto the tail of the expired list.
     if (m_expired.tail == kNoIndex) {
@@ -187,7 +194,6 @@ class WheelScheduler {
     }
     m_expired.tail = slot.tail;
     slot = List{};
-    m_occupied.Clear(index);
   }
 
   void PushBack(List& list, std::uint32_t id, std::uint32_t listId) noexcept {
@@ -201,7 +207,6 @@ class WheelScheduler {
       m_pool[list.tail].node.next = id;
     }
     list.tail = id;
-    if (listId != kExpiredList) ++m_inSlots;
   }
 
   void Unlink(List& list, std::uint32_t id) noexcept {
@@ -216,8 +221,6 @@ class WheelScheduler {
     } else {
       m_pool[node.next].node.prev = node.prev;
     }
-    if (node.list != kExpiredList) --m_inSlots;
-    node = Node{};
   }
 
   TimerPool<Node>& m_pool;
@@ -225,12 +228,11 @@ class WheelScheduler {
   const Milliseconds m_maximumTimeout;
   std::vector<List> m_slots;  // ring of N slots, N a power of two
   const Ticks m_slotMask;
-  SlotBitmap m_occupied;      // bit i set <=> m_slots[i] is non-empty
+  SlotBitmap m_occupied;      // m_slots[i] non-empty => bit i set (cleared lazily)
   List m_expired;             // due, not yet detached; in firing order
   Ticks m_cursor;             // absolute slot number: every slot <= it has been moved to m_expired
   Ticks m_nextAdvanceAt;      // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;     // scheduled timers: in slots + expired
-  std::size_t m_inSlots = 0;  // of which in slots
   Ticks m_earliest = 0;       // cached absolute number of the earliest occupied slot...
   bool m_earliestValid = false;  // ...when this is set
 };

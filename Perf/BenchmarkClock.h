@@ -1,0 +1,50 @@
+// The benchmark's virtual time: one millisecond counter that workloads advance by hand, seen by
+// every implementation that lets its clock be replaced (ours, Asio, the std baselines).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "TimerQueue/ITickProvider.h"
+
+namespace timerwheel::perf {
+
+class BenchmarkClock {
+ public:
+  static Ticks Now() noexcept { return s_now; }
+  static void Advance(Ticks milliseconds) noexcept { s_now += milliseconds; }
+
+ private:
+  static inline Ticks s_now = 1'000'000'007;
+};
+
+// For TimerQueue and TimerWheel: a plain read, no system call, like a driver's cached loop time.
+class BenchmarkTickProvider final : public ITickProvider {
+ public:
+  Ticks GetTickCount() const override { return BenchmarkClock::Now(); }
+};
+
+// For boost::asio::basic_waitable_timer: a chrono clock over the same counter.
+struct BenchmarkChronoClock {
+  using duration = std::chrono::milliseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<BenchmarkChronoClock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept {
+    return time_point(duration(static_cast<rep>(BenchmarkClock::Now())));
+  }
+};
+
+// What every adapter's callbacks feed: how many fired, and a checksum of which and when, so
+// that two implementations can be compared for identical behaviour.
+struct FiringLog {
+  std::uint64_t fired = 0;
+  std::uint64_t timerSum = 0;  // order-independent: equal when the same timers fired
+  void Record(std::uint64_t timer) noexcept {
+    ++fired;
+    timerSum += (timer + 1) * 0x9E3779B97F4A7C15ull;
+  }
+};
+
+}  // namespace timerwheel::perf

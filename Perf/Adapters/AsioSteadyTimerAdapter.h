@@ -31,9 +31,16 @@ class AsioSteadyTimerAdapter {
     });
   }
   void Cancel(std::size_t timer) { m_timers[timer]->cancel(); }
+  // poll() returns as soon as it has run the reactor (which is what finds the expired timers),
+  // so the completions it queued run at the next poll: poll twice. This also runs the
+  // operation_aborted completions of re-arms and cancels.
   std::size_t RunDue() {
-    m_io.restart();
-    return m_io.poll();  // also runs the operation_aborted completions of re-arms and cancels
+    std::size_t handlers = 0;
+    for (int i = 0; i < 2; ++i) {
+      m_io.restart();
+      handlers += m_io.poll();
+    }
+    return handlers;
   }
   Milliseconds NextTimeout() { return kInfinite; }  // Asio does not expose it
 

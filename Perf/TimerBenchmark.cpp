@@ -45,6 +45,19 @@ void ForEachImplementation(Function&& function) {
   function(Named<MultimapAdapter>{"multimap"});
 }
 
+// The inverse of Count: the number at the end of an operation name such as "live timers 10k".
+std::size_t CountFrom(const std::string& text) {
+  char* end = nullptr;
+  const std::size_t n = std::strtoull(text.c_str() + text.find_first_of("0123456789"), &end, 10);
+  return *end == 'M' ? n * 1'000'000 : *end == 'k' ? n * 1'000 : n;
+}
+
+std::string Count(std::size_t n) {
+  if (n >= 1'000'000 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
+  if (n >= 1'000 && n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
+  return std::to_string(n);
+}
+
 struct Row {
   std::string workload, operation, implementation;
   double median, min, max;
@@ -105,19 +118,25 @@ class Report {
     }
   }
 
-  // One data file per implementation: x (from the operation name's number) and median.
+  // One gnuplot data block per implementation (in table order): x from the operation's name
+  // ("live timers 10k" -> 10000) and the median.
   void WriteSeries(const std::string& workload, const std::string& path) const {
-    std::ofstream out(path);
-    std::string implementation;
+    std::vector<std::string> implementations;
     for (const Row& row : m_rows) {
-      if (row.workload != workload || row.median < 0) continue;
-      if (row.implementation != implementation) {
-        if (!implementation.empty()) out << "\n\n";
-        implementation = row.implementation;
-        out << "\"" << implementation << "\"\n";
+      if (row.workload == workload &&
+          std::find(implementations.begin(), implementations.end(), row.implementation) == implementations.end()) {
+        implementations.push_back(row.implementation);
       }
-      out << std::strtoull(row.operation.c_str() + row.operation.find_first_of("0123456789"), nullptr, 10)
-          << ' ' << row.median << '\n';
+    }
+    std::ofstream out(path);
+    for (const std::string& implementation : implementations) {
+      out << '"' << implementation << "\"\n";
+      for (const Row& row : m_rows) {
+        if (row.workload == workload && row.implementation == implementation && row.median >= 0) {
+          out << CountFrom(row.operation) << ' ' << row.median << '\n';
+        }
+      }
+      out << "\n\n";
     }
   }
 
@@ -125,12 +144,6 @@ class Report {
   int m_repeats;
   std::vector<Row> m_rows;
 };
-
-std::string Count(std::size_t n) {
-  if (n >= 1'000'000 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
-  if (n >= 1'000 && n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
-  return std::to_string(n);
-}
 
 // Bytes the allocator hands out per live timer (records, heap or slots, handles), measured.
 template <class Queue, class MakeQueue>
@@ -342,7 +355,7 @@ int main(int argc, char** argv) {
   report.WriteSeries(w2, results + "/retransmit-scaling.dat");
   report.WriteSeries(w4, results + "/protocol-mix.dat");
   std::ofstream plot(results + "/plots.gnuplot");
-  plot << "set terminal pngcairo size 900,560\nset logscale xy\nset grid\nset key left top\n"
+  plot << "set terminal pngcairo size 900,560 noenhanced\nset logscale xy\nset grid\nset key left top\n"
           "set output '" << results << "/retransmit-scaling.png'\n"
           "set title 'Retransmit-style workload: cost per operation by live timers'\n"
           "set xlabel 'live timers'\nset ylabel 'ns per operation'\n"

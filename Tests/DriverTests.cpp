@@ -280,3 +280,32 @@ TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers los
   f.queue->CheckInvariants();
   CHECK(m.LiveTimers() == 0);
 }
+
+TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in flight",
+                   "[driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+  std::atomic<bool> shutdownReturned{false};
+  std::atomic<int> fired{0};
+  std::atomic<int> firedAfterShutdown{0};
+  std::promise<void> firstFired;
+  std::atomic<bool> firstSignalled{false};
+  FunctionTimer timer([&](UserData) {
+    if (shutdownReturned.load()) ++firedAfterShutdown;
+    ++fired;
+    if (!firstSignalled.exchange(true)) firstFired.set_value();
+  });
+  constexpr int kTimers = 2000;
+  {
+    auto f = std::make_unique<DriverFixture<TestType>>();
+    for (int i = 0; i < kTimers; ++i) f->driver.SetOneShotTimer(timer, static_cast<Milliseconds>(i % 3), 0);
+    auto future = firstFired.get_future();
+    REQUIRE(Ready(future));
+    // Dispatch is under way (for IOCP: a packet is in the port or on a worker) when it stops.
+    REQUIRE(f->harness.Shutdown(kGenerousWait));
+    shutdownReturned.store(true);
+    const int firedAtShutdown = fired.load();
+    CHECK(firedAtShutdown >= 1);
+    f.reset();  // joins every thread the driver and the harness ran; frees the unfired one-shots
+    CHECK(fired.load() == firedAtShutdown);
+  }
+  CHECK(firedAfterShutdown.load() == 0);
+}

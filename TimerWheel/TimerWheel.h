@@ -38,7 +38,7 @@ struct TimerWheelOptions {
 // Memory: 8 bytes per slot plus about 56 bytes per timer.
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
-  // Throws std::invalid_argument for g == 0, M == 0, or more than 2^24 slots.
+  // Throws std::invalid_argument for g == 0, M == 0, M + 2g over 2^32 - 1, or more than 2^24 slots.
   explicit TimerWheel(TimerWheelOptions options = {},
                       const ITickProvider& ticks = SystemTickProvider::Instance());
   explicit TimerWheel(const ITickProvider& ticks);

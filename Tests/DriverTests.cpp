@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <random>
@@ -37,7 +38,9 @@ struct DriverFixture {
       Traits::QueueTraits::Make(SystemTickProvider::Instance(), &monitor);
   std::mutex errorsMutex;
   std::vector<std::string> errors;
+  std::function<void()> onErrorHook;  // runs inside the error handler, if set
   typename Traits::Harness harness{*queue, &monitor, [this](std::exception_ptr error) {
+                                     if (onErrorHook) onErrorHook();
                                      std::lock_guard<std::mutex> lock(errorsMutex);
                                      try {
                                        std::rethrow_exception(error);
@@ -308,4 +311,28 @@ TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in 
     CHECK(fired.load() == firedAtShutdown);
   }
   CHECK(firedAfterShutdown.load() == 0);
+}
+
+TEMPLATE_TEST_CASE("the error handler runs without the driver's lock", "[driver]",
+                   TIMERWHEEL_ALL_DRIVER_TRAITS) {
+  DriverFixture<TestType> f;
+  // Another thread calls the driver from inside the handler: if the handler held the lock, that
+  // call could not finish until the handler returned.
+  // The future lives outside the handler: its destructor waits for the call, which (were the
+  // lock held) could only finish after the handler returned.
+  std::atomic<bool> otherThreadGotIn{false};
+  std::future<Milliseconds> call;
+  f.onErrorHook = [&] {
+    call = std::async(std::launch::async, [&] { return f.driver.GetMaximumTimeout(); });
+    otherThreadGotIn = call.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  };
+  FunctionTimer thrower([](UserData) { throw std::runtime_error("callback failed"); });
+  std::promise<void> after;
+  FunctionTimer afterTimer([&](UserData) { after.set_value(); });
+  f.driver.SetOneShotTimer(thrower, 1, 0);
+  f.driver.SetOneShotTimer(afterTimer, 30, 0);
+  auto future = after.get_future();
+  REQUIRE(Ready(future));
+  CHECK(otherThreadGotIn);
+  f.ShutdownAndRequireNoLeak();
 }

@@ -1,6 +1,7 @@
 #include "TimerQueue/AsioTimerQueue.h"
 
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -62,7 +63,8 @@ class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
       m_timer.cancel(ignored);
       return;
     }
-    m_timer.expires_after(std::chrono::milliseconds(m_queue.GetNextTimeout()));
+    // At most kMaximumSleep: a completion that finds nothing due simply aims again.
+    m_timer.expires_after(std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), kMaximumSleep)));
     m_timer.async_wait([self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
       self->OnTimerCompleted(aim);
     });

@@ -4,6 +4,8 @@
 #include <exception>
 #include <functional>
 
+#include "TimerQueue/TimerTypes.h"
+
 namespace timerwheel {
 
 enum class DispatchPolicy {
@@ -17,8 +19,14 @@ enum class DispatchPolicy {
 
 // Called (on the dispatching thread, without the driver's lock) with the exception a timer
 // callback threw; dispatch then carries on with the next expiry. The default prints the message
-// to stderr.
+// to stderr. Drivers also report here a failure of the dispatch machinery itself (e.g. no memory
+// for the batch), after which the expiries stay due.
 using CallbackErrorHandler = std::function<void(std::exception_ptr)>;
+
+// The longest a driver sleeps before it looks at the clock again, even when the next expiry is
+// further away: a WrappingTickAdapter must be read at least once every 2^32 ms (49.7 days), and a
+// sleep that long, woken a little late, would lose a whole wrap.
+inline constexpr Milliseconds kMaximumSleep = 60 * 60 * 1000;  // one hour
 
 // The default handler: "TimerWheel: a timer callback threw: <what()>" on stderr.
 void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept;

@@ -54,22 +54,23 @@ bool IocpTimerQueue::HandleCompletion(ULONG_PTR completionKey, OVERLAPPED* overl
 }
 
 void IocpTimerQueue::EndBatch() noexcept {
-  {
-    Lock lock(m_mutex);
-    m_queue.EndTimeoutHandling();  // undispatched expiries (after a shutdown) stay in the queue
-    m_batchInFlight = false;
-  }
+  // Notify with the lock held and touch nothing after it is released: the moment the destructor
+  // (or WaitForShutdownToComplete) sees m_batchInFlight false, this object may be destroyed.
+  Lock lock(m_mutex);
+  m_queue.EndTimeoutHandling();  // undispatched expiries (after a shutdown) stay in the queue
+  m_batchInFlight = false;
   m_wake.notify_all();
 }
 
 void IocpTimerQueue::Post() noexcept {
   if (!::PostQueuedCompletionStatus(m_port, 0, reinterpret_cast<ULONG_PTR>(this), &m_packet)) {
-    // Nothing can run the callbacks now. End the dispatch (they stay due) rather than leave the
-    // timer thread waiting for ever, and report why.
+    // Nothing can run the callbacks now (the port is gone). Report why, stop dispatching (posting
+    // again would fail the same way, in a loop) and end the dispatch: the expiries stay due.
     ReportCallbackError(m_options.onCallbackError,
                         std::make_exception_ptr(std::system_error(
                             static_cast<int>(::GetLastError()), std::system_category(),
-                            "IocpTimerQueue: PostQueuedCompletionStatus failed")));
+                            "IocpTimerQueue: PostQueuedCompletionStatus failed; dispatch stopped")));
+    BeginShutdown();
     EndBatch();
   }
 }

@@ -1,6 +1,9 @@
 #include "TimerQueue/Detail/DispatchThread.h"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "TimerQueue/DispatchPolicy.h"
 
 namespace timerwheel::detail {
 
@@ -11,7 +14,12 @@ DispatchThread::DispatchThread(IManageTimerQueue& queue, ITimerQueueMonitor* mon
 
 DispatchThread::~DispatchThread() { StopThread(); }
 
-void DispatchThread::StartThread() { m_thread = std::thread([this] { Run(); }); }
+void DispatchThread::StartThread() {
+  // Assigned under the lock that Run takes first, so that a callback's OnDispatchThread() (which
+  // reads m_thread) can only run after the assignment.
+  Lock lock(m_mutex);
+  m_thread = std::thread([this] { Run(); });
+}
 
 void DispatchThread::StopThread() noexcept {
   BeginShutdown();
@@ -64,7 +72,7 @@ void DispatchThread::Run() noexcept {
     if (next == kInfinite) {
       m_wake.wait(lock, woken);
     } else {
-      m_wake.wait_for(lock, std::chrono::milliseconds(next), woken);
+      m_wake.wait_for(lock, std::chrono::milliseconds(std::min(next, kMaximumSleep)), woken);
     }
     m_sleeping = false;
     if (m_monitor) m_monitor->OnDispatchWakeUp();

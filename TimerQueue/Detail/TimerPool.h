@@ -13,6 +13,7 @@
 namespace timerwheel::detail {
 
 inline constexpr std::uint32_t kNoIndex = 0xFFFFFFFFu;
+inline constexpr std::uint32_t kLastGeneration = 0xFFFFFFFFu;  // generations run 1..this; 0 = null
 
 // What a timer calls when it fires: the "active" data of a pending timer, and the "timed-out"
 // copy that travels in the dispatch batch.
@@ -34,7 +35,7 @@ template <class Node>
 struct TimerRecord {
   TimerData active;
   Ticks deadline = 0;             // exact set time + timeout, while pending
-  std::uint32_t generation = 1;   // must match the handle's; bumped on free, never 0
+  std::uint32_t generation = 1;   // must match the handle's; bumped on free, never wraps
   std::uint32_t batchRefs = 0;    // dispatch-batch entries that still refer to this record
   std::uint32_t nextFree = kNoIndex;
   std::uint8_t flags = 0;
@@ -78,8 +79,11 @@ class TimerPool {
     record.flags = 0;
     record.active = {};
     record.batchRefs = 0;
-    // Bump the generation so every copy of the old handle is stale; 0 is reserved for null.
-    if (++record.generation == 0) record.generation = 1;
+    // Bump the generation so every copy of the old handle is stale. A slot whose generation has
+    // run out is retired (never reused) rather than wrapped: a handle kept from 2^32 reuses ago
+    // must not come back to life. That costs one record per 2^32 frees of one slot.
+    if (record.generation == kLastGeneration) return;
+    ++record.generation;
     record.nextFree = m_freeHead;
     m_freeHead = id;
   }

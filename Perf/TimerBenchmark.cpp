@@ -146,7 +146,7 @@ class Report {
 };
 
 // Bytes the allocator hands out per live timer (records, heap or slots, handles), measured.
-template <class Queue, class MakeQueue>
+template <class MakeQueue>
 double BytesPerTimer(std::size_t timers, MakeQueue makeQueue) {
   struct Never final : ITimer {
     void OnTimer(UserData) override {}
@@ -345,8 +345,8 @@ int main(int argc, char** argv) {
   const std::size_t memoryTimers = quick ? 100'000 : 1'000'000;
   std::printf("\n== memory: bytes per live timer with %s timers set (allocator, handles excluded)\n",
               Count(memoryTimers).c_str());
-  std::printf("heap  %6.1f\n", BytesPerTimer<TimerQueue>(memoryTimers, [] { return std::make_unique<TimerQueue>(); }));
-  std::printf("wheel %6.1f\n", BytesPerTimer<TimerWheel>(memoryTimers, [] { return std::make_unique<TimerWheel>(); }));
+  std::printf("heap  %6.1f\n", BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerQueue>(); }));
+  std::printf("wheel %6.1f\n", BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerWheel>(); }));
 
   // Files: CSV of every row, data series and plots of the two scaling curves.
   std::string command = "mkdir -p '" + results + "'";

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 namespace timerwheel {
 
@@ -26,7 +25,7 @@ class TimerHandle {
   }
   friend constexpr bool operator!=(TimerHandle a, TimerHandle b) noexcept { return !(a == b); }
 
-  // For diagnostics and hashing only.
+  // For diagnostics only.
   constexpr std::uint32_t Index() const noexcept { return m_index; }
   constexpr std::uint32_t Generation() const noexcept { return m_generation; }
 
@@ -50,10 +49,3 @@ class TimerHandleAccess {
 }  // namespace detail
 
 }  // namespace timerwheel
-
-template <>
-struct std::hash<timerwheel::TimerHandle> {
-  std::size_t operator()(timerwheel::TimerHandle handle) const noexcept {
-    return std::hash<std::uint64_t>{}((std::uint64_t{handle.Generation()} << 32) | handle.Index());
-  }
-};

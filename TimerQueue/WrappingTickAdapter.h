@@ -24,9 +24,9 @@ class SystemWrappingTickSource final : public IWrappingTickSource {
 
 // Adapts an IWrappingTickSource to ITickProvider by counting the wraps. The 64-bit result starts
 // at the source's value at construction and advances by the (modulo 2^32) difference between
-// successive reads, so it stays correct as long as it is read at least once every 49.7 days; every
-// timer queue reads it on each set and on each dispatch, and a driver whose next deadline is
-// further away than that must wake to read it.
+// successive reads, so it stays correct as long as it is read at least once every 49.7 days: every
+// timer queue reads it on each set and on each dispatch, and the drivers wake at least every
+// kMaximumSleep (one hour) even when the next expiry is further away.
 //
 // Thread safety: GetTickCount may be called from any number of threads. It is lock-free: the last
 // 64-bit value is kept in an atomic and advanced with compare-and-swap. The source is read *after*

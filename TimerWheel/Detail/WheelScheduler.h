@@ -28,7 +28,8 @@ namespace timerwheel::detail {
 // not by the length of a gap). Each timer is moved at most once.
 //
 // Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the cached earliest slot
-// is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096).
+// is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096),
+// which also clears the stale bits of slots emptied by cancels (each such bit is cleared once).
 class WheelScheduler {
  public:
   struct Node {
@@ -56,7 +57,6 @@ class WheelScheduler {
   std::size_t Size() const noexcept { return m_size; }
   Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
   Milliseconds Granularity() const noexcept { return m_granularity; }
-  std::size_t SlotCount() const noexcept { return m_slots.size(); }
 
   void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
     AdvanceTo(now);

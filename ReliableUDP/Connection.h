@@ -1,0 +1,73 @@
+// Connection: one reliable, ordered, message-oriented conversation with a peer.
+#pragma once
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ReliableUDP/Detail/UniqueFunction.h"
+#include "ReliableUDP/Error.h"
+#include "ReliableUDP/Statistics.h"
+
+namespace timerwheel::rudp {
+namespace detail {
+class EndpointCore;
+class ConnectionState;
+}  // namespace detail
+
+// Obtained from Endpoint::AsyncConnect or Endpoint::AsyncAccept, always as a shared_ptr.
+//
+// Messages keep their boundaries, arrive exactly once and in the order they were sent, or the
+// connection ends and says why: every pending and later operation completes with the end reason
+// (an Error: ClosedByPeer, ClosedLocally, TimedOut, Aborted, AbortedByPeer, ProtocolError,
+// EndpointClosed). After ClosedByPeer, messages already received are still delivered first.
+//
+// Handlers: each is called exactly once, on the endpoint's io_context (never from inside the
+// call that started the operation). Operations of one kind complete in the order they were
+// started. Thread safety: every method may be called from any thread.
+//
+// Lifetime: destroying the last shared_ptr closes gracefully (like Close()). Buffers passed to
+// AsyncSend and vectors passed to AsyncReceive must stay valid until their handler runs.
+class Connection {
+ public:
+  using Handler = detail::UniqueFunction<void(boost::system::error_code)>;
+
+  // Queues `message` (0 bytes to the maximum message size). The handler runs once the whole
+  // message has been copied into the send buffer: the buffer may then be reused. A message
+  // larger than the maximum fails with Error::MessageTooLarge and nothing is sent. When the send
+  // buffer is full (the peer reads slowly or the path is slow) the handler waits: back-pressure.
+  void AsyncSend(boost::asio::const_buffer message, Handler handler);
+
+  // Completes with the next message in `message` (resized; its capacity is reused).
+  void AsyncReceive(std::vector<std::uint8_t>& message, Handler handler);
+
+  // Completes with the end reason once the connection has ended.
+  void AsyncWaitClosed(Handler handler);
+
+  // Graceful: sends everything already queued, waits for it to be acknowledged, then closes;
+  // AsyncWaitClosed completes with ClosedLocally (or TimedOut if the peer has vanished).
+  // AsyncSend after Close fails with ClosedLocally.
+  void Close();
+  // At once: queued data is discarded, the peer is told (best effort), operations fail with
+  // Aborted.
+  void Abort();
+
+  ConnectionStatistics GetStatistics() const;
+  boost::asio::ip::udp::endpoint RemoteEndpoint() const;
+
+  // For the endpoint only.
+  Connection(std::shared_ptr<detail::EndpointCore> core,
+             std::shared_ptr<detail::ConnectionState> state);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+ private:
+  std::shared_ptr<detail::EndpointCore> m_core;
+  std::shared_ptr<detail::ConnectionState> m_state;
+};
+
+}  // namespace timerwheel::rudp

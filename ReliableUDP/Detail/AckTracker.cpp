@@ -1,0 +1,90 @@
+// AckTracker: received packet numbers as ranges, and the RFC 9000 13.2 policy for sending ACKs.
+#include "ReliableUDP/Detail/AckTracker.h"
+
+namespace timerwheel::rudp::detail {
+
+namespace {
+// RFC 9000 13.2.2: acknowledge at least every second ack-eliciting packet.
+constexpr unsigned kAckElicitingThreshold = 2;
+}  // namespace
+
+AckTracker::AckTracker(Microseconds maxAckDelay) noexcept : m_maxAckDelay(maxAckDelay) {}
+
+bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microseconds now) {
+  // m_floor is exclusive: it is the end of the highest range forgotten, so pn == m_floor was a
+  // hole and may still arrive.
+  if (pn < m_floor || m_received.Contains(pn)) {
+    ++m_duplicates;
+    return false;
+  }
+
+  // RFC 9000 13.2.1: an ack-eliciting packet that arrives out of order (below the largest, or
+  // leaving a gap above it) is acknowledged at once, so the peer detects loss (or reordering)
+  // quickly. Before anything arrived, the next expected number is the floor (0).
+  const PacketNumber expected = m_anyReceived ? m_largest + 1 : m_floor;
+  if (ackEliciting && pn != expected) m_ackNow = true;
+
+  m_received.Insert(pn, pn + 1);
+  if (!m_anyReceived || pn > m_largest) {
+    m_largest = pn;
+    m_largestArrival = now;
+  }
+  m_anyReceived = true;
+  m_anythingToAck = true;
+
+  if (ackEliciting) {
+    ++m_unackedElicitingCount;
+    if (m_unackedElicitingCount >= kAckElicitingThreshold) m_ackNow = true;
+    if (!m_deadline) m_deadline = now + m_maxAckDelay;  // RFC 9000 13.2.1: max_ack_delay
+  }
+
+  // Bounded memory: an ACK frame carries at most kMaxAckRanges ranges, so older ones are
+  // forgotten and everything below them counts as received (a very late packet there is
+  // dropped as a duplicate; its data is retransmitted anyway once the peer declares it lost).
+  while (m_received.RangeCount() > kMaxAckRanges) {
+    m_floor = m_received.Front().end;
+    m_received.PopFront();
+  }
+  return true;
+}
+
+void AckTracker::OnDuplicate() noexcept {
+  // The peer retransmitted or probed with something we have: our ACK was probably lost.
+  if (!m_anyReceived) return;
+  m_ackNow = true;
+  m_anythingToAck = true;
+}
+
+void AckTracker::RequestImmediateAck() noexcept {
+  if (m_anythingToAck) m_ackNow = true;
+}
+
+bool AckTracker::AckNow() const noexcept { return m_ackNow; }
+
+std::optional<Microseconds> AckTracker::AckDeadline() const noexcept { return m_deadline; }
+
+bool AckTracker::HasAnythingToAck() const noexcept { return m_anythingToAck; }
+
+bool AckTracker::BuildAck(Microseconds now, AckFrame& frame) const noexcept {
+  if (!m_anyReceived || m_received.Empty()) return false;
+  const std::size_t count = m_received.RangeCount();
+  const std::size_t used = count < kMaxAckRanges ? count : kMaxAckRanges;
+  for (std::size_t k = 0; k < used; ++k) {
+    const RangeSet::Range& range = m_received[count - 1 - k];
+    frame.ranges[k] = AckRange{range.begin, range.end - 1};  // half-open to inclusive
+  }
+  frame.rangeCount = used;
+  frame.largest = frame.ranges[0].largest;
+  // RFC 9000 13.2.5: the delay is measured from the arrival of the largest acknowledged.
+  frame.ackDelayMicroseconds = now > m_largestArrival ? now - m_largestArrival : 0;
+  return true;
+}
+
+void AckTracker::OnAckSent() noexcept {
+  m_ackNow = false;
+  m_deadline.reset();
+  m_unackedElicitingCount = 0;
+  m_anythingToAck = false;
+}
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,63 @@
+// Which packets this side has received, and when it owes the peer an ACK.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "ReliableUDP/Detail/ProtocolTypes.h"
+#include "ReliableUDP/Detail/RangeSet.h"
+#include "ReliableUDP/Detail/WireFormat.h"
+
+namespace timerwheel::rudp::detail {
+
+// ACK policy (RFC 9000 13.2 / RFC 9002): an ACK is sent at once after two ack-eliciting packets,
+// or when a packet arrives out of order (below the largest seen, or leaving a gap); otherwise no
+// later than maxAckDelay after the first unacknowledged ack-eliciting packet. Packets that are
+// not ack-eliciting are acknowledged only alongside something else.
+//
+// Memory is bounded: at most kMaxAckRanges ranges are remembered; the oldest fall below a floor
+// (the end of the highest range forgotten) and anything below it counts as a duplicate.
+// Not thread-safe.
+class AckTracker {
+ public:
+  explicit AckTracker(Microseconds maxAckDelay) noexcept;
+
+  // False (and nothing changes) if pn was already received or is below the floor: the
+  // caller drops the packet as a duplicate/replay (but it should still ACK if ack-eliciting, so
+  // a peer whose ACK was lost learns it arrived: see OnDuplicate).
+  bool OnPacketReceived(PacketNumber pn, bool ackEliciting, Microseconds now);
+  // A duplicate ack-eliciting packet: ask for an immediate ACK.
+  void OnDuplicate() noexcept;
+
+  // Acknowledge what is pending at once (a PING alone, a CLOSE): no delayed-ACK timer for it.
+  void RequestImmediateAck() noexcept;
+
+  bool AckNow() const noexcept;  // send an ACK in the next packet, now
+  std::optional<Microseconds> AckDeadline()
+      const noexcept;                      // the delayed-ACK deadline, if one runs
+  bool HasAnythingToAck() const noexcept;  // something received not yet acked
+
+  // Fills `frame` (ranges descending, at most kMaxAckRanges; delay = now - arrival of the largest).
+  // False if nothing was ever received.
+  bool BuildAck(Microseconds now, AckFrame& frame) const noexcept;
+  // An ACK was put in a packet: clears AckNow, the deadline and the counters.
+  void OnAckSent() noexcept;
+
+  std::uint64_t DuplicatesDropped() const noexcept { return m_duplicates; }
+
+ private:
+  Microseconds m_maxAckDelay;
+  RangeSet m_received;
+  PacketNumber m_floor = 0;  // everything below is treated as received
+  bool m_anyReceived = false;
+  PacketNumber m_largest = 0;
+  Microseconds m_largestArrival = 0;
+  unsigned m_unackedElicitingCount = 0;
+  bool m_ackNow = false;
+  bool m_anythingToAck = false;
+  std::optional<Microseconds> m_deadline;
+  std::uint64_t m_duplicates = 0;
+};
+
+}  // namespace timerwheel::rudp::detail

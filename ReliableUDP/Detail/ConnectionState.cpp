@@ -1,0 +1,750 @@
+// The protocol engine of one connection (see ConnectionState.h for the lifecycle and timers).
+#include "ReliableUDP/Detail/ConnectionState.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "ReliableUDP/Error.h"
+
+namespace timerwheel::rudp::detail {
+namespace {
+
+constexpr unsigned Index(TimerKind kind) { return static_cast<unsigned>(kind); }
+
+// A peer that keeps sending packets that break the protocol (ACKs of unsent packets, data beyond
+// the window) is disconnected; a few are dropped and counted, since without cryptography a
+// forged packet must not be able to kill a connection by itself.
+constexpr unsigned kMaxViolations = 100;
+
+// Room for a STREAM frame's type, offset and length fields.
+constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
+
+// The QUIC varint that frames each message in the stream (the length prefix).
+std::size_t EncodeLengthPrefix(std::uint64_t value, std::uint8_t* out) {
+  const std::size_t size = VarIntSize(value);
+  const std::uint8_t lengthBits = size == 1 ? 0x00 : size == 2 ? 0x40 : size == 4 ? 0x80 : 0xC0;
+  for (std::size_t i = 0; i < size; ++i) {
+    out[size - 1 - i] = static_cast<std::uint8_t>(value >> (8 * i));
+  }
+  out[0] = static_cast<std::uint8_t>(out[0] | lengthBits);
+  return size;
+}
+
+boost::system::error_code Code(Error error) { return make_error_code(error); }
+
+}  // namespace
+
+ConnectionState::ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
+                                 const Udp::endpoint& remote, UserData userDataBase)
+    : m_context(context),
+      m_role(role),
+      m_phase(Phase::Connecting),
+      m_localId(localId),
+      m_remote(remote),
+      m_userDataBase(userDataBase),
+      m_sendBuffer(context.pool, context.options.sendBufferSize),
+      m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
+                                 context.options.congestionControl == CongestionControl::NewReno,
+                                 context.options.pacing}),
+      m_sendDatagramSize(context.options.maxDatagramSize),
+      m_peerMaxMessageSize(context.options.maxMessageSize),
+      m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
+      m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {
+  for (auto& timer : m_timers) timer = m_context.timers.CreateTimer();
+}
+
+ConnectionState::~ConnectionState() {
+  // Terminate destroys the timers; this covers a connection dropped before it ever ran.
+  for (auto& timer : m_timers) {
+    if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);
+  }
+}
+
+ConnectionState::Events ConnectionState::TakeEvents() noexcept {
+  return std::exchange(m_events, Events{});
+}
+
+// --- Handshake ---------------------------------------------------------------------------------
+
+TransportParameters ConnectionState::OwnParameters() const {
+  const auto& options = m_context.options;
+  TransportParameters parameters;
+  // Advertise the worst case: the delayed-ACK timer may fire up to one granularity late.
+  parameters.maxAckDelayMs = options.maxAckDelay + m_context.timerGranularity;
+  parameters.initialMaxData = options.receiveWindow;
+  parameters.maxDatagramSize = options.maxDatagramSize;
+  parameters.idleTimeoutMs = options.idleTimeout;
+  parameters.maxMessageSize = options.maxMessageSize;
+  return parameters;
+}
+
+void ConnectionState::StartClient(Microseconds now) {
+  SendHandshakePacket(now);
+  m_idleDeadline = now + Microseconds{m_context.options.handshakeTimeout} * 1000;
+  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+}
+
+void ConnectionState::SendHandshakePacket(Microseconds now) {
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  if (m_haveCookie) {
+    writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters());
+  } else {
+    writer.BeginHello(m_localId);
+  }
+  const std::size_t size = writer.Finish();
+  m_context.Send(m_remote, buffer.data(), size);
+  ++m_stats.packetsSent;
+  m_stats.bytesSent += size;
+  // RFC 6298: 1 s before any RTT sample, doubling on each retransmission.
+  const unsigned backoff = std::min(m_handshakeAttempts, kMaxPtoBackoff);
+  ++m_handshakeAttempts;
+  ArmTimer(TimerKind::LossDetection, now + (kInitialPto << backoff), now);
+}
+
+void ConnectionState::OnCookie(const PacketHeader& header, Microseconds now) {
+  if (m_role != Role::Client || m_phase != Phase::Connecting) {
+    ++m_context.stats.droppedUnexpected;
+    return;
+  }
+  m_cookie = header.cookie;
+  m_haveCookie = true;
+  m_handshakeAttempts = 0;
+  SendHandshakePacket(now);
+}
+
+void ConnectionState::OnWelcome(const PacketHeader& header, Microseconds now) {
+  if (m_role != Role::Client || m_phase != Phase::Connecting) {
+    ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
+    return;
+  }
+  m_peerId = header.source;
+  EnterEstablished(header.parameters, now);
+  m_events.established = true;
+}
+
+void ConnectionState::StartServer(ConnectionId peerId, const TransportParameters& peer,
+                                  Microseconds now) {
+  m_peerId = peerId;
+  SendWelcome();
+  EnterEstablished(peer, now);
+}
+
+void ConnectionState::OnRepeatedHelloWithCookie(Microseconds) {
+  if (m_phase == Phase::Established || m_phase == Phase::Closing) SendWelcome();
+}
+
+void ConnectionState::SendWelcome() {
+  // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginWelcome(m_peerId, m_localId, OwnParameters());
+  const std::size_t size = writer.Finish();
+  m_context.Send(m_remote, buffer.data(), size);
+  ++m_stats.packetsSent;
+  m_stats.bytesSent += size;
+}
+
+void ConnectionState::EnterEstablished(const TransportParameters& peer, Microseconds now) {
+  m_peerParameters = peer;
+  m_sendDatagramSize = static_cast<std::size_t>(
+      std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
+  m_peerMaxMessageSize = peer.maxMessageSize;
+  m_peerMaxData = peer.initialMaxData;
+  m_advertisedMaxData = m_receiveBuffer.Limit();
+  m_loss.SetPeerMaxAckDelay(peer.maxAckDelayMs * 1000);
+  m_phase = Phase::Established;
+  CancelTimer(TimerKind::LossDetection);
+  RestartIdleTimer(now);
+  RestartKeepaliveTimer(now);
+}
+
+// --- Receiving ---------------------------------------------------------------------------------
+
+void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize,
+                                   Microseconds now) {
+  if (m_phase == Phase::Connecting || m_phase == Phase::Closed) {
+    // A client has no peer ID before the Welcome; the server will send again.
+    ++m_context.stats.droppedUnexpected;
+    return;
+  }
+
+  // Pass 1: validate every frame before anything changes, so a malformed or forged packet is
+  // dropped whole.
+  bool ackEliciting = false;
+  bool onlyPing = true;
+  {
+    FrameReader reader(packet.frames, packet.framesSize);
+    Frame frame;
+    while (!reader.AtEnd()) {
+      if (reader.Next(frame) != DecodeStatus::Ok) {
+        ++m_context.stats.droppedMalformed;
+        return;
+      }
+      switch (frame.type) {
+        case FrameType::Ack:
+          if (frame.ack.largest >= m_nextPacketNumber) {  // an ACK of a packet never sent
+            ProtocolViolation();
+            return;
+          }
+          break;
+        case FrameType::Stream:
+          if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
+            ProtocolViolation();  // beyond the window we advertised
+            return;
+          }
+          ackEliciting = true;
+          onlyPing = false;
+          break;
+        case FrameType::Ping:
+          ackEliciting = true;
+          break;
+        case FrameType::MaxData:
+        case FrameType::Close:
+          ackEliciting = true;
+          onlyPing = false;
+          break;
+        case FrameType::Padding:
+          break;
+      }
+    }
+  }
+
+  // Pass 2: stream data, before the packet is recorded as received: if it cannot be stored the
+  // packet must not be acknowledged, or the peer would never send it again.
+  {
+    FrameReader reader(packet.frames, packet.framesSize);
+    Frame frame;
+    while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
+      if (frame.type != FrameType::Stream || m_phase == Phase::Draining) continue;
+      const auto result =
+          m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
+      if (result == ReceiveBuffer::InsertResult::TooFragmented) {
+        ++m_context.stats.droppedTooFragmented;
+        return;
+      }
+      if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
+        ProtocolViolation();
+        return;
+      }
+    }
+  }
+
+  if (!m_acks.OnPacketReceived(packet.header.packetNumber, ackEliciting, now)) {
+    ++m_stats.duplicatePacketsReceived;      // a duplicate or a replay: its data, if any, is known
+    if (ackEliciting) m_acks.OnDuplicate();  // our ACK may have been lost: send another
+    Flush(now);
+    return;
+  }
+  ++m_stats.packetsReceived;
+  m_stats.bytesReceived += datagramSize;
+  // A PING alone is a keepalive or a probe: acknowledge it at once, so the sender's PTO is
+  // cancelled by the ACK instead of firing, and no delayed-ACK timer runs on a quiet connection.
+  if (ackEliciting && onlyPing) m_acks.RequestImmediateAck();
+
+  // Pass 3: everything else.
+  m_progress = false;
+  FrameReader reader(packet.frames, packet.framesSize);
+  Frame frame;
+  while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
+    switch (frame.type) {
+      case FrameType::Ack:
+        if (m_phase != Phase::Draining &&
+            m_loss.OnAckReceived(frame.ack, now, *this) != LossRecovery::AckResult::Ok) {
+          ProtocolViolation();
+          return;
+        }
+        break;
+      case FrameType::MaxData:
+        if (frame.maxData > m_peerMaxData) {
+          m_peerMaxData = frame.maxData;
+          m_flowControlBlocked = false;
+        }
+        break;
+      case FrameType::Close:
+        if (frame.closeCode == CloseCode::Graceful) {
+          // Everything the peer sent was acknowledged before it closed (it waits for that), so
+          // whatever the application has not read yet is all in the receive buffer.
+          const bool ourCloseWasSent = m_phase == Phase::Closing && m_closeInFlight;
+          m_acks.RequestImmediateAck();
+          BeginDraining(Code(ourCloseWasSent ? Error::ClosedLocally : Error::ClosedByPeer), now);
+        } else {
+          Terminate(Code(frame.closeCode == CloseCode::Aborted ? Error::AbortedByPeer
+                                                               : Error::ProtocolError));
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  if (m_progress && m_phase != Phase::Draining) RestartIdleTimer(now);
+  if (m_closeAcked && m_phase == Phase::Closing) {
+    Terminate(Code(Error::ClosedLocally));
+    return;
+  }
+  PumpSends();
+  MaybeQueueClose();
+  PumpReceives();
+  if (m_phase == Phase::Closed) return;  // a protocol error while reading messages
+  Flush(now);
+}
+
+void ConnectionState::OnPacketAcked(const SentPacket& packet) {
+  m_progress = true;
+  if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
+  if (packet.hasClose) m_closeAcked = true;
+}
+
+void ConnectionState::OnPacketLost(const SentPacket& packet) {
+  if (packet.streamSize > 0) m_sendBuffer.OnLost(packet.streamOffset, packet.streamSize);
+  if (packet.hasMaxData) m_maxDataPending = true;  // sends the current limit, not the lost one
+  if (packet.hasClose && !m_closeAcked) {
+    m_closeInFlight = false;
+    m_closePending = true;
+  }
+}
+
+void ConnectionState::ProtocolViolation() {
+  ++m_context.stats.droppedProtocolViolation;
+  if (++m_violations > kMaxViolations) {
+    SendAbortPacket(CloseCode::ProtocolError);
+    Terminate(Code(Error::ProtocolError));
+  }
+}
+
+// --- Timers ------------------------------------------------------------------------------------
+
+void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
+  m_armedMs[Index(kind)] = 0;
+  ++m_stats.timerFired[Index(kind)];
+  switch (kind) {
+    case TimerKind::LossDetection:
+      if (m_phase == Phase::Connecting) {
+        SendHandshakePacket(now);
+      } else if (m_phase == Phase::Established || m_phase == Phase::Closing) {
+        const auto deadline = m_loss.LossDetectionDeadline();
+        if (deadline && *deadline <= now) {
+          m_probesToSend = m_loss.OnLossDetectionTimeout(now, *this);
+          if (m_probesToSend > 0) PrepareProbe();
+        }
+        Flush(now);
+      }
+      break;
+    case TimerKind::DelayedAck:
+    case TimerKind::Pacing:
+      if (m_phase != Phase::Connecting && m_phase != Phase::Closed) Flush(now);
+      break;
+    case TimerKind::Keepalive:
+      if (m_phase == Phase::Established || m_phase == Phase::Closing) {
+        m_pingPending = true;
+        Flush(now);
+      }
+      break;
+    case TimerKind::Idle:
+      if (now < m_idleDeadline) {
+        ArmTimer(TimerKind::Idle, m_idleDeadline, now);  // was clamped to the maximum timeout
+      } else if (m_phase == Phase::Draining) {
+        Terminate(m_endReason);
+      } else if (m_phase != Phase::Closed) {
+        Terminate(Code(Error::TimedOut));
+      }
+      break;
+  }
+}
+
+void ConnectionState::PrepareProbe() {
+  // RFC 9002 6.2.4: a probe carries new data if there is some, else the oldest unacknowledged
+  // data, else a PING. A CLOSE still unacknowledged goes along.
+  if (m_closeInFlight && !m_closeAcked) m_closePending = true;
+  SendBuffer::Range range;
+  if (!m_sendBuffer.NextToSend(1, m_peerMaxData, range)) {
+    m_sendBuffer.QueueOldestForProbe(m_sendDatagramSize);
+  }
+}
+
+void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now) {
+  // Timers run in whole milliseconds on the queue's clock (Now() / 1000): aiming at the first
+  // millisecond at or after the deadline means it never fires early.
+  const Microseconds deadlineMs = (deadline + 999) / 1000;
+  const Microseconds nowMs = now / 1000;
+  Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
+  timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
+  const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
+  auto& armed = m_armedMs[Index(kind)];
+  if (armed == key) return;  // same millisecond: re-arming would change nothing
+  m_context.timers.SetTimer(m_timers[Index(kind)], m_context.timerSink, timeout,
+                            m_userDataBase | Index(kind));
+  armed = key;
+  ++m_stats.timerArmed[Index(kind)];
+}
+
+void ConnectionState::CancelTimer(TimerKind kind) {
+  auto& armed = m_armedMs[Index(kind)];
+  if (armed == 0) return;
+  m_context.timers.CancelTimer(m_timers[Index(kind)]);
+  armed = 0;
+}
+
+Microseconds ConnectionState::IdleTimeout() const {
+  Microseconds idle = Microseconds{m_context.options.idleTimeout} * 1000;
+  if (m_peerParameters.idleTimeoutMs > 0) {
+    idle = std::min(idle, Microseconds{m_peerParameters.idleTimeoutMs} * 1000);
+  }
+  // RFC 9000 10.1: never shorter than three PTOs, so a few losses cannot end a connection.
+  return std::max(idle, 3 * m_loss.ProbeTimeout());
+}
+
+void ConnectionState::RestartIdleTimer(Microseconds now) {
+  m_idleDeadline = now + IdleTimeout();
+  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+}
+
+void ConnectionState::RestartKeepaliveTimer(Microseconds now) {
+  const Microseconds interval = std::min<Microseconds>(
+      Microseconds{m_context.options.keepaliveInterval} * 1000, IdleTimeout() / 2);
+  ArmTimer(TimerKind::Keepalive, now + interval, now);
+}
+
+void ConnectionState::UpdateLossTimer(Microseconds now) {
+  const auto deadline = m_loss.LossDetectionDeadline();
+  if (deadline) {
+    ArmTimer(TimerKind::LossDetection, *deadline, now);
+  } else {
+    CancelTimer(TimerKind::LossDetection);
+  }
+}
+
+void ConnectionState::UpdateAckTimer(Microseconds now) {
+  const auto deadline = m_acks.AckDeadline();
+  if (deadline) {
+    ArmTimer(TimerKind::DelayedAck, *deadline, now);
+  } else {
+    CancelTimer(TimerKind::DelayedAck);
+  }
+}
+
+// --- Sending -----------------------------------------------------------------------------------
+
+bool ConnectionState::HasAckElicitingToSend() const {
+  if (m_pingPending || m_maxDataPending || m_closePending) return true;
+  SendBuffer::Range range;
+  return m_sendBuffer.NextToSend(1, m_peerMaxData, range);
+}
+
+void ConnectionState::Flush(Microseconds now) {
+  if (m_phase == Phase::Connecting || m_phase == Phase::Closed) return;
+  const auto ackDeadline = m_acks.AckDeadline();
+  bool ackWanted = m_acks.AckNow() || (ackDeadline && *ackDeadline <= now);
+  // Bounded so that one call cannot monopolise the endpoint; pacing and the window bound it
+  // long before this in practice.
+  for (int packets = 0; packets < 256; ++packets) {
+    const bool probe = m_probesToSend > 0;
+    const bool haveData = m_phase != Phase::Draining && HasAckElicitingToSend();
+    PacketMode mode = probe ? PacketMode::Probe : PacketMode::Normal;
+    if (!probe && haveData) {
+      if (!m_loss.CanSend(m_sendDatagramSize)) {
+        mode = PacketMode::AckOnly;
+      } else {
+        const Microseconds next = m_loss.NextSendTime(now);
+        if (next > now) {
+          ArmTimer(TimerKind::Pacing, next, now);
+          mode = PacketMode::AckOnly;
+        }
+      }
+    } else if (!probe) {
+      mode = PacketMode::AckOnly;
+    }
+    if (mode == PacketMode::AckOnly) {
+      if (ackWanted && m_acks.HasAnythingToAck()) SendDataPacket(now, PacketMode::AckOnly);
+      break;
+    }
+    SendDataPacket(now, mode);
+    ackWanted = false;
+    if (probe) --m_probesToSend;
+  }
+  if (m_sendBuffer.NextNewOffset() < m_sendBuffer.AppendedEnd() &&
+      m_sendBuffer.NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
+    m_flowControlBlocked = true;
+    ++m_stats.flowControlStalls;
+  }
+  if (m_phase == Phase::Closed) return;
+  UpdateLossTimer(now);
+  UpdateAckTimer(now);
+}
+
+void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), m_sendDatagramSize);
+  SentPacket sent;
+  sent.packetNumber = m_nextPacketNumber;
+  sent.timeSent = now;
+  writer.BeginData(m_peerId, sent.packetNumber);
+
+  if (m_acks.HasAnythingToAck()) {
+    AckFrame ack;
+    if (m_acks.BuildAck(now, ack) &&
+        writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
+      m_acks.OnAckSent();
+    }
+  }
+  bool ackEliciting = false;
+  if (mode != PacketMode::AckOnly) {
+    if (m_closePending && writer.AppendClose(CloseCode::Graceful)) {
+      m_closePending = false;
+      m_closeInFlight = true;
+      sent.hasClose = true;
+      ackEliciting = true;
+    }
+    if (m_maxDataPending && writer.AppendMaxData(m_receiveBuffer.Limit())) {
+      m_maxDataPending = false;
+      m_advertisedMaxData = m_receiveBuffer.Limit();
+      sent.hasMaxData = true;
+      ackEliciting = true;
+    }
+    SendBuffer::Range range;
+    if (writer.Remaining() > kStreamFrameOverhead &&
+        m_sendBuffer.NextToSend(writer.Remaining() - kStreamFrameOverhead, m_peerMaxData, range)) {
+      m_sendBuffer.Read(range.offset, range.size, m_context.streamScratch.data());
+      std::size_t written = 0;
+      if (writer.AppendStream(range.offset, m_context.streamScratch.data(), range.size, &written)) {
+        m_sendBuffer.OnSent(range.offset, written);
+        sent.streamOffset = range.offset;
+        sent.streamSize = static_cast<std::uint32_t>(written);
+        ackEliciting = true;
+        if (range.retransmission) {
+          m_stats.streamBytesRetransmitted += written;
+          ++m_stats.packetsRetransmitted;
+        } else {
+          m_stats.streamBytesSent += written;
+        }
+      }
+    }
+    if (!ackEliciting && (mode == PacketMode::Probe || m_pingPending) && writer.AppendPing()) {
+      ackEliciting = true;
+    }
+    if (ackEliciting) m_pingPending = false;  // any ack-eliciting packet does a PING's job
+  }
+  if (writer.FramesSize() == 0) return;  // nothing to say after all
+
+  ++m_nextPacketNumber;
+  const std::size_t size = writer.Finish();
+  sent.size = static_cast<std::uint32_t>(size);
+  sent.ackEliciting = ackEliciting;
+  sent.inFlight = ackEliciting;
+  m_context.Send(m_remote, buffer.data(), size);
+  m_loss.OnPacketSent(sent);
+  ++m_stats.packetsSent;
+  m_stats.bytesSent += size;
+  if (ackEliciting) RestartKeepaliveTimer(now);
+}
+
+void ConnectionState::SendAbortPacket(CloseCode code) {
+  if (m_peerId == 0 || m_phase == Phase::Connecting || m_phase == Phase::Closed) return;
+  // Sent once, unreliably (like QUIC's CONNECTION_CLOSE): the state is gone right after.
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), m_sendDatagramSize);
+  writer.BeginData(m_peerId, m_nextPacketNumber++);
+  writer.AppendClose(code);
+  const std::size_t size = writer.Finish();
+  m_context.Send(m_remote, buffer.data(), size);
+  ++m_stats.packetsSent;
+  m_stats.bytesSent += size;
+}
+
+// --- Application -------------------------------------------------------------------------------
+
+void ConnectionState::Complete(UniqueFunction<void(boost::system::error_code)>& handler,
+                               boost::system::error_code error) {
+  m_context.io.Post(std::move(handler), error);
+}
+
+void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
+                           Microseconds now) {
+  if (m_endReason || m_closeRequested) {
+    Complete(handler, m_endReason ? m_endReason : Code(Error::ClosedLocally));
+    return;
+  }
+  if (size > m_context.options.maxMessageSize || size > m_peerMaxMessageSize) {
+    Complete(handler, Code(Error::MessageTooLarge));
+    return;
+  }
+  m_pendingSends.push_back(PendingSend{data, size, 0, false, std::move(handler)});
+  PumpSends();
+  Flush(now);
+}
+
+void ConnectionState::PumpSends() {
+  while (m_sendsHead < m_pendingSends.size()) {
+    PendingSend& send = m_pendingSends[m_sendsHead];
+    if (!send.prefixWritten) {
+      std::uint8_t prefix[8];
+      const std::size_t prefixSize = EncodeLengthPrefix(send.size, prefix);
+      if (m_sendBuffer.FreeSpace() < prefixSize) break;
+      m_sendBuffer.Append(prefix, prefixSize);
+      send.prefixWritten = true;
+    }
+    send.copied += m_sendBuffer.Append(send.data + send.copied, send.size - send.copied);
+    if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
+    ++m_stats.messagesSent;
+    Complete(send.handler, {});
+    ++m_sendsHead;
+  }
+  if (m_sendsHead == m_pendingSends.size()) {
+    m_pendingSends.clear();  // keeps its capacity
+    m_sendsHead = 0;
+  }
+}
+
+void ConnectionState::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
+                              Microseconds now) {
+  m_pendingReceives.push_back(PendingReceive{&message, std::move(handler)});
+  PumpReceives();
+  if (m_maxDataPending) Flush(now);
+}
+
+void ConnectionState::PumpReceives() {
+  const bool deliverBuffered = !m_endReason || m_endReason == Code(Error::ClosedByPeer) ||
+                               m_endReason == Code(Error::ClosedLocally);
+  while (m_receivesHead < m_pendingReceives.size()) {
+    PendingReceive& receive = m_pendingReceives[m_receivesHead];
+    auto result = ReceiveBuffer::ReadResult::NeedMore;
+    if (deliverBuffered) result = m_receiveBuffer.ReadMessage(*receive.message);
+    if (result == ReceiveBuffer::ReadResult::MessageTooLarge) {
+      if (m_phase != Phase::Closed) {
+        // The peer ignored the maximum message size we advertised: the stream cannot go on.
+        ++m_context.stats.droppedProtocolViolation;
+        SendAbortPacket(CloseCode::ProtocolError);
+        Terminate(Code(Error::ProtocolError));  // fails this receive and the others
+        return;
+      }
+      result = ReceiveBuffer::ReadResult::NeedMore;
+    }
+    if (result == ReceiveBuffer::ReadResult::Message) {
+      ++m_stats.messagesReceived;
+    } else if (!m_endReason) {
+      break;
+    }
+    Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message
+                                  ? boost::system::error_code{}
+                                  : m_endReason);
+    ++m_receivesHead;
+  }
+  if (m_receivesHead == m_pendingReceives.size()) {
+    m_pendingReceives.clear();
+    m_receivesHead = 0;
+  }
+  MaybeUpdateMaxData();
+}
+
+void ConnectionState::MaybeUpdateMaxData() {
+  if (m_phase != Phase::Established && m_phase != Phase::Closing) return;
+  // Advertise again once the application has read a quarter of the window: often enough that
+  // a sender is never stalled by a stale limit, rarely enough to cost nothing.
+  if (m_receiveBuffer.Limit() - m_advertisedMaxData >= m_context.options.receiveWindow / 4) {
+    m_maxDataPending = true;
+  }
+}
+
+void ConnectionState::WaitClosed(CloseHandler handler) {
+  if (m_endReason) {
+    Complete(handler, m_endReason);
+  } else {
+    m_closeWaiters.push_back(std::move(handler));
+  }
+}
+
+void ConnectionState::Close(Microseconds now) {
+  if (m_closeRequested || m_endReason || m_phase == Phase::Closed) return;
+  m_closeRequested = true;
+  if (m_phase == Phase::Connecting) {
+    Terminate(Code(Error::ClosedLocally));
+    return;
+  }
+  m_phase = Phase::Closing;
+  MaybeQueueClose();
+  Flush(now);
+}
+
+void ConnectionState::MaybeQueueClose() {
+  // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
+  // the close graceful, and why the peer may treat the CLOSE as "you have everything".
+  if (m_phase == Phase::Closing && m_closeRequested && !m_closeInFlight && !m_closePending &&
+      !m_closeAcked && m_sendsHead == m_pendingSends.size() && m_sendBuffer.AllAcked()) {
+    m_closePending = true;
+  }
+}
+
+void ConnectionState::Abort(Microseconds) {
+  if (m_phase == Phase::Closed) return;
+  if (m_phase != Phase::Draining) SendAbortPacket(CloseCode::Aborted);
+  Terminate(Code(Error::Aborted));
+}
+
+void ConnectionState::Shutdown(boost::system::error_code reason) {
+  if (m_phase != Phase::Closed) Terminate(reason);
+}
+
+// --- Ending ------------------------------------------------------------------------------------
+
+void ConnectionState::BeginDraining(boost::system::error_code reason, Microseconds now) {
+  if (!m_endReason) m_endReason = reason;
+  m_phase = Phase::Draining;
+  for (std::size_t i = m_sendsHead; i < m_pendingSends.size(); ++i) {
+    Complete(m_pendingSends[i].handler, m_endReason);
+  }
+  m_pendingSends.clear();
+  m_sendsHead = 0;
+  for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
+  m_closeWaiters.clear();
+  m_loss.DiscardAll();
+  m_probesToSend = 0;
+  m_pingPending = m_maxDataPending = m_closePending = false;
+  CancelTimer(TimerKind::LossDetection);
+  CancelTimer(TimerKind::Pacing);
+  CancelTimer(TimerKind::Keepalive);
+  // Stay to acknowledge a CLOSE the peer sends again because our ACK was lost.
+  m_idleDeadline = now + 3 * m_loss.ProbeTimeout();
+  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+  PumpReceives();
+}
+
+void ConnectionState::Terminate(boost::system::error_code reason) {
+  if (!m_endReason) m_endReason = reason;
+  m_phase = Phase::Closed;
+  for (std::size_t i = m_sendsHead; i < m_pendingSends.size(); ++i) {
+    Complete(m_pendingSends[i].handler, m_endReason);
+  }
+  m_pendingSends.clear();
+  m_sendsHead = 0;
+  PumpReceives();  // buffered messages after a graceful close; the reason for the rest
+  for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
+  m_closeWaiters.clear();
+  m_loss.DiscardAll();
+  for (auto& timer : m_timers) {
+    if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);
+  }
+  m_armedMs.fill(0);
+  m_events.finished = true;
+}
+
+ConnectionStatistics ConnectionState::GetStatistics() const {
+  ConnectionStatistics stats = m_stats;
+  const auto& loss = m_loss.Statistics();
+  stats.smoothedRttMicroseconds = loss.smoothedRtt;
+  stats.rttVariationMicroseconds = loss.rttVariation;
+  stats.minRttMicroseconds = loss.minRtt;
+  stats.latestRttMicroseconds = loss.latestRtt;
+  stats.congestionWindow = loss.congestionWindow;
+  stats.bytesInFlight = loss.bytesInFlight;
+  stats.congestionEvents = loss.congestionEvents;
+  stats.persistentCongestion = loss.persistentCongestion;
+  stats.packetsLost = loss.packetsLost;
+  stats.spuriousRetransmits = loss.spuriousLosses;
+  stats.probeTimeouts = loss.probeTimeouts;
+  stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
+  return stats;
+}
+
+}  // namespace timerwheel::rudp::detail

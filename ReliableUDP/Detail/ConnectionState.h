@@ -1,0 +1,198 @@
+// The protocol engine of one connection: handshake (client side), reliable ordered stream of
+// messages, loss recovery, congestion and flow control, liveness and close.
+#pragma once
+
+#include <array>
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ReliableUDP/Detail/AckTracker.h"
+#include "ReliableUDP/Detail/EndpointContext.h"
+#include "ReliableUDP/Detail/LossRecovery.h"
+#include "ReliableUDP/Detail/ReceiveBuffer.h"
+#include "ReliableUDP/Detail/SendBuffer.h"
+#include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Statistics.h"
+#include "TimerQueue/TimerHandle.h"
+
+namespace timerwheel::rudp::detail {
+
+using SendHandler = UniqueFunction<void(boost::system::error_code)>;
+using ReceiveHandler = UniqueFunction<void(boost::system::error_code)>;
+using CloseHandler = UniqueFunction<void(boost::system::error_code)>;
+
+// Thread safety: none. Every method is called with the endpoint's lock held (EndpointCore), and
+// user handlers are handed to IEndpointIo::Post, never run here.
+//
+// Lifecycle:
+//   Connecting (client)  --Welcome-->  Established  --Close()-->  Closing  --CLOSE acked-->  Closed
+//   Established/Closing  --CLOSE from peer-->  Draining (ACKs only, 3 PTOs)  -->  Closed
+//   any state  --Abort(), idle timeout, protocol error, endpoint shutdown-->  Closed
+// The end reason is fixed by the first of these; pending operations complete with it, except
+// that after ClosedByPeer whole messages already received are still delivered.
+//
+// Timers (one ITimerQueue timer per kind, never per packet): loss detection/PTO (or handshake
+// retransmission), delayed ACK, pacing, keepalive, idle (or handshake timeout, or the end of the
+// draining period). A timer is re-armed only when its deadline in whole milliseconds changes.
+//
+// Liveness: the idle timer restarts whenever the peer acknowledges something new, so a peer
+// that still sends but no longer receives (one-way loss) is detected as well as a silent one.
+// The keepalive PING after keepaliveInterval without an ack-eliciting send keeps a quiet
+// connection acknowledged, and is acknowledged at once by the peer.
+class ConnectionState final : private IPacketFate {
+ public:
+  enum class Role { Client, Server };
+  enum class Phase { Connecting, Established, Closing, Draining, Closed };
+
+  // userDataBase: identifies this connection to the endpoint in timer user data; the timer kind
+  // is added to it (the low 3 bits are zero).
+  ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
+                  const Udp::endpoint& remote, UserData userDataBase);
+  ~ConnectionState();
+  ConnectionState(const ConnectionState&) = delete;
+  ConnectionState& operator=(const ConnectionState&) = delete;
+
+  // --- Handshake --------------------------------------------------------------------------
+  void StartClient(Microseconds now);  // sends Hello, arms handshake timers
+  // Server side, on a valid HelloWithCookie: peer's CID and parameters; sends Welcome.
+  void StartServer(ConnectionId peerId, const TransportParameters& peer, Microseconds now);
+  void OnCookie(const PacketHeader& header, Microseconds now);
+  void OnWelcome(const PacketHeader& header, Microseconds now);
+  void OnRepeatedHelloWithCookie(Microseconds now);  // our Welcome was lost: send it again
+
+  // --- Network ----------------------------------------------------------------------------
+  void OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize, Microseconds now);
+  void OnTimer(TimerKind kind, Microseconds now);
+
+  // --- Application ------------------------------------------------------------------------
+  void Send(const std::uint8_t* data, std::size_t size, SendHandler handler, Microseconds now);
+  void Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler, Microseconds now);
+  void WaitClosed(CloseHandler handler);
+  void Close(Microseconds now);  // graceful
+  void Abort(Microseconds now);
+  // The endpoint is going away: end with `reason`, send nothing more, destroy the timers.
+  void Shutdown(boost::system::error_code reason);
+
+  ConnectionStatistics GetStatistics() const;
+  ConnectionId LocalId() const noexcept { return m_localId; }
+  ConnectionId PeerId() const noexcept { return m_peerId; }
+  const Udp::endpoint& Remote() const noexcept { return m_remote; }
+  Role GetRole() const noexcept { return m_role; }
+  Phase GetPhase() const noexcept { return m_phase; }
+  boost::system::error_code EndReason() const noexcept { return m_endReason; }
+  UserData UserDataBase() const noexcept { return m_userDataBase; }
+
+  // What happened since the last call (for the endpoint: connect completions, retirement).
+  struct Events {
+    bool established = false;  // Connecting -> Established (client)
+    bool finished = false;     // Closed, timers destroyed: the endpoint may forget it
+  };
+  Events TakeEvents() noexcept;
+
+ private:
+  struct PendingSend {
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    std::size_t copied = 0;
+    bool prefixWritten = false;
+    SendHandler handler;
+  };
+  struct PendingReceive {
+    std::vector<std::uint8_t>* message = nullptr;
+    ReceiveHandler handler;
+  };
+
+  enum class PacketMode { AckOnly, Normal, Probe };
+
+  // IPacketFate
+  void OnPacketAcked(const SentPacket& packet) override;
+  void OnPacketLost(const SentPacket& packet) override;
+
+  void SendHandshakePacket(Microseconds now);
+  void SendWelcome();
+  void EnterEstablished(const TransportParameters& peer, Microseconds now);
+  TransportParameters OwnParameters() const;
+
+  // Sends everything that may go now (ACKs, control frames, retransmissions, new data, probes),
+  // within the congestion window and pacing; then re-arms the timers.
+  void Flush(Microseconds now);
+  bool HasAckElicitingToSend() const;
+  void SendDataPacket(Microseconds now, PacketMode mode);
+  void SendAbortPacket(CloseCode code);
+
+  void PumpSends();
+  void PumpReceives();
+  void MaybeUpdateMaxData();
+  void MaybeQueueClose();
+  void PrepareProbe();
+  void ProtocolViolation();
+  void BeginDraining(boost::system::error_code reason, Microseconds now);
+  // Closed: pending operations complete with the reason, timers destroyed, events.finished.
+  void Terminate(boost::system::error_code reason);
+  void Complete(UniqueFunction<void(boost::system::error_code)>& handler,
+                boost::system::error_code error);
+
+  void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
+  void CancelTimer(TimerKind kind);
+  void RestartIdleTimer(Microseconds now);
+  void RestartKeepaliveTimer(Microseconds now);
+  void UpdateLossTimer(Microseconds now);
+  void UpdateAckTimer(Microseconds now);
+  Microseconds IdleTimeout() const;
+
+  EndpointContext& m_context;
+  const Role m_role;
+  Phase m_phase;
+  const ConnectionId m_localId;
+  ConnectionId m_peerId = 0;
+  Udp::endpoint m_remote;
+  const UserData m_userDataBase;
+  boost::system::error_code m_endReason;
+  Events m_events;
+
+  // Handshake (client).
+  bool m_haveCookie = false;
+  std::array<std::uint8_t, kCookieSize> m_cookie{};
+  unsigned m_handshakeAttempts = 0;
+  TransportParameters m_peerParameters;
+
+  // Sending.
+  SendBuffer m_sendBuffer;
+  LossRecovery m_loss;
+  PacketNumber m_nextPacketNumber = 0;
+  std::uint64_t m_peerMaxData = 0;          // flow-control limit on our stream offsets
+  std::vector<PendingSend> m_pendingSends;  // FIFO from m_sendsHead
+  std::size_t m_sendsHead = 0;
+  unsigned m_probesToSend = 0;
+  bool m_pingPending = false;
+  bool m_maxDataPending = false;
+  bool m_closePending = false;  // a CLOSE frame must be (re)sent
+  bool m_closeInFlight = false;
+  bool m_closeRequested = false;
+  bool m_closeAcked = false;
+  bool m_flowControlBlocked = false;
+  std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)
+  std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
+
+  // Receiving.
+  ReceiveBuffer m_receiveBuffer;
+  AckTracker m_acks;
+  std::uint64_t m_advertisedMaxData = 0;
+  std::vector<PendingReceive> m_pendingReceives;  // FIFO from m_receivesHead
+  std::size_t m_receivesHead = 0;
+  std::vector<CloseHandler> m_closeWaiters;
+  unsigned m_violations = 0;
+  bool m_progress = false;  // set by OnPacketAcked while handling one packet
+
+  // Timers.
+  std::array<TimerHandle, kTimerKindCount> m_timers{};
+  std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
+  // The idle timer may be clamped to the queue's maximum timeout: it fires early, and re-arms.
+  Microseconds m_idleDeadline = 0;
+
+  ConnectionStatistics m_stats;
+};
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,77 @@
+// What every connection of one endpoint shares: I/O, timers, buffers, options, counters.
+#pragma once
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ReliableUDP/Detail/ChunkPool.h"
+#include "ReliableUDP/Detail/ProtocolTypes.h"
+#include "ReliableUDP/Detail/SipHash.h"
+#include "ReliableUDP/Detail/UniqueFunction.h"
+#include "ReliableUDP/EndpointOptions.h"
+#include "ReliableUDP/Statistics.h"
+#include "TimerQueue/ITimer.h"
+#include "TimerQueue/ITimerQueue.h"
+
+namespace timerwheel::rudp::detail {
+
+using Udp = boost::asio::ip::udp;
+
+// The protocol engine is sans-I/O: the endpoint supplies sending, the clock and a way to run
+// completion handlers later. The Asio endpoint uses a socket and its io_context; tests use a
+// simulated network and a manual clock.
+class IEndpointIo {
+ public:
+  // Sends one datagram (or queues it if the socket cannot take it now). Called with the
+  // endpoint's lock held.
+  virtual void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data,
+                            std::size_t size) = 0;
+  // Transport time, microseconds, monotonic. Now() / 1000 is the timer queue's tick count at the
+  // same instant, so a timer armed for ceil(deadline / 1000) - Now() / 1000 ms never fires before
+  // `deadline`.
+  virtual Microseconds Now() const = 0;
+  // Runs handler(error) later, never inside this call (user handlers never run under the lock).
+  virtual void Post(UniqueFunction<void(boost::system::error_code)> handler,
+                    boost::system::error_code error) = 0;
+
+ protected:
+  ~IEndpointIo() = default;
+};
+
+struct EndpointContext {
+  EndpointContext(IEndpointIo& io_, ITimerQueue& timers_, ITimer& timerSink_,
+                  Milliseconds timerGranularity_, const EndpointOptions& options_)
+      : io(io_),
+        timers(timers_),
+        timerSink(timerSink_),
+        timerGranularity(timerGranularity_),
+        options(options_),
+        connectionIds(RandomSipHashKey()),
+        datagram(options_.maxDatagramSize),
+        streamScratch(options_.maxDatagramSize) {}
+
+  // Every datagram goes out through here, so the endpoint's counters see all of them.
+  void Send(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) {
+    ++stats.datagramsSent;
+    stats.bytesSent += size;
+    io.SendDatagram(to, data, size);
+  }
+
+  IEndpointIo& io;
+  ITimerQueue& timers;
+  ITimer& timerSink;  // the endpoint: one ITimer for every connection's timers
+  Milliseconds timerGranularity;
+  EndpointOptions options;  // validated
+  ChunkPool pool;
+  ConnectionIdGenerator connectionIds;
+  EndpointStatistics stats;
+  // Scratch space shared by all connections (one lock): per-connection buffers would cost
+  // every idle connection 2.4 KB.
+  std::vector<std::uint8_t> datagram;       // one outgoing datagram being built
+  std::vector<std::uint8_t> streamScratch;  // stream bytes on their way into it
+};
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,315 @@
+// The sans-I/O endpoint (see EndpointCore.h for the locking rules).
+#include "ReliableUDP/Detail/EndpointCore.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+#include "ReliableUDP/Error.h"
+
+namespace timerwheel::rudp::detail {
+namespace {
+
+static_assert(sizeof(UserData) >= 8, "timer user data carries slot, generation and kind");
+
+// Timer user data: generation (32 bits) | slot (29 bits) | timer kind (3 bits).
+constexpr unsigned kKindBits = 3;
+constexpr std::uint64_t kKindMask = (1u << kKindBits) - 1;
+constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << (32 - kKindBits);
+
+// The raw address bytes a cookie is bound to.
+std::size_t AddressBytes(const Udp::endpoint& endpoint, std::array<std::uint8_t, 16>& out) {
+  const auto address = endpoint.address();
+  if (address.is_v4()) {
+    const auto bytes = address.to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.begin());
+    return bytes.size();
+  }
+  const auto bytes = address.to_v6().to_bytes();
+  std::copy(bytes.begin(), bytes.end(), out.begin());
+  return bytes.size();
+}
+
+bool ParametersAreValid(const TransportParameters& parameters) {
+  return parameters.maxDatagramSize >= kHelloSize &&
+         parameters.maxDatagramSize <= kMaxDatagramSize && parameters.initialMaxData > 0 &&
+         parameters.maxMessageSize > 0 && parameters.idleTimeoutMs > 0 &&
+         parameters.maxAckDelayMs < (1u << 14);  // RFC 9000's limit for max_ack_delay
+}
+
+}  // namespace
+
+EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
+                           const EndpointOptions& options)
+    : m_io(io),
+      m_context(io, timers, *this, timerGranularity, options),
+      m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000) {
+}
+
+EndpointCore::~EndpointCore() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  ShutdownLocked();
+}
+
+// --- Datagrams ---------------------------------------------------------------------------------
+
+void EndpointCore::OnDatagramLocked(const Udp::endpoint& from, const std::uint8_t* data,
+                                    std::size_t size) {
+  if (m_shutDown) return;
+  auto& stats = m_context.stats;
+  ++stats.datagramsReceived;
+  stats.bytesReceived += size;
+
+  DecodedPacket packet;
+  const DecodeStatus status = DecodePacket(data, size, packet);
+  if (status != DecodeStatus::Ok) {
+    if (status == DecodeStatus::BadChecksum) {
+      ++stats.droppedBadChecksum;
+    } else {
+      ++stats.droppedMalformed;
+    }
+    return;
+  }
+  const PacketHeader& header = packet.header;
+  if (header.type == PacketType::Hello) return OnHello(from, header);
+  if (header.type == PacketType::HelloWithCookie) return OnHelloWithCookie(from, header);
+
+  const auto found = m_byId.find(header.destination);
+  if (found == m_byId.end()) {
+    ++stats.droppedUnknownConnection;
+    return;
+  }
+  const std::uint32_t slot = found->second;
+  const std::shared_ptr<ConnectionState> connection = m_slots[slot].connection;
+  if (connection->Remote() != from) {
+    // No migration: a known ID from another address is an off-path guess or a rebinding.
+    ++stats.droppedWrongAddress;
+    return;
+  }
+  const Microseconds now = m_io.Now();
+  switch (header.type) {
+    case PacketType::Cookie:
+      connection->OnCookie(header, now);
+      break;
+    case PacketType::Welcome:
+      if (!ParametersAreValid(header.parameters)) {
+        ++stats.droppedMalformed;
+        return;
+      }
+      connection->OnWelcome(header, now);
+      break;
+    case PacketType::Data:
+      connection->OnDataPacket(packet, size, now);
+      break;
+    default:
+      ++stats.droppedUnexpected;
+      break;
+  }
+  HandleEvents(slot);
+}
+
+void EndpointCore::OnHello(const Udp::endpoint& from, const PacketHeader& header) {
+  auto& stats = m_context.stats;
+  if (!m_context.options.acceptIncoming) {
+    ++stats.droppedNotAccepting;
+    return;
+  }
+  if (header.source == 0) {
+    ++stats.droppedMalformed;
+    return;
+  }
+  // Stateless: the cookie is all the server remembers, and it is in the client's hands. The
+  // reply (37 bytes) is far smaller than the 1200-byte Hello, so spoofed Hellos amplify nothing.
+  std::array<std::uint8_t, 16> address{};
+  const std::size_t addressSize = AddressBytes(from, address);
+  const auto cookie =
+      m_cookies.Mint(address.data(), addressSize, from.port(), header.source, m_io.Now());
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginCookie(header.source, cookie);
+  const std::size_t size = writer.Finish();
+  m_context.Send(from, buffer.data(), size);
+  ++stats.cookiesSent;
+}
+
+void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHeader& header) {
+  auto& stats = m_context.stats;
+  if (!m_context.options.acceptIncoming) {
+    ++stats.droppedNotAccepting;
+    return;
+  }
+  const Microseconds now = m_io.Now();
+  const auto existing = m_byHandshake.find(HandshakeKey{from, header.source});
+  if (existing != m_byHandshake.end()) {
+    // The client did not get our Welcome and tried again: same connection, Welcome again.
+    m_slots[existing->second].connection->OnRepeatedHelloWithCookie(now);
+    return;
+  }
+  std::array<std::uint8_t, 16> address{};
+  const std::size_t addressSize = AddressBytes(from, address);
+  if (header.source == 0 || !m_cookies.Verify(header.cookie, address.data(), addressSize,
+                                              from.port(), header.source, now)) {
+    ++stats.droppedBadCookie;
+    return;
+  }
+  if (!ParametersAreValid(header.parameters)) {
+    ++stats.droppedMalformed;
+    return;
+  }
+  if (m_acceptQueue.size() >= m_context.options.acceptBacklog ||
+      stats.connectionsOpen >= m_context.options.maxConnections) {
+    ++stats.droppedBacklogFull;  // the client retries; it may get in once there is room
+    return;
+  }
+  const std::uint32_t slot = AllocateSlot();
+  const ConnectionId id = NewConnectionId();
+  auto connection = std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Server, id,
+                                                      from, UserDataBase(slot));
+  m_slots[slot].connection = connection;
+  m_byId.emplace(id, slot);
+  m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
+  ++stats.connectionsOpen;
+  ++stats.connectionsAccepted;
+  connection->StartServer(header.source, header.parameters, now);
+  if (!m_acceptWaiters.empty()) {
+    ConnectCompletion waiter = std::move(m_acceptWaiters.front());
+    m_acceptWaiters.erase(m_acceptWaiters.begin());
+    Post(waiter, {}, connection);
+  } else {
+    m_acceptQueue.push_back(connection);
+  }
+  HandleEvents(slot);
+}
+
+// --- Connections -------------------------------------------------------------------------------
+
+void EndpointCore::ConnectLocked(const Udp::endpoint& remote, ConnectCompletion completion) {
+  if (m_shutDown) return Post(completion, make_error_code(Error::EndpointClosed), nullptr);
+  if (m_context.stats.connectionsOpen >= m_context.options.maxConnections) {
+    return Post(completion, make_error_code(Error::ConnectionLimit), nullptr);
+  }
+  const std::uint32_t slot = AllocateSlot();
+  const ConnectionId id = NewConnectionId();
+  auto connection = std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Client, id,
+                                                      remote, UserDataBase(slot));
+  m_slots[slot].connection = connection;
+  m_slots[slot].connectCompletion = std::move(completion);
+  m_byId.emplace(id, slot);
+  ++m_context.stats.connectionsOpen;
+  connection->StartClient(m_io.Now());
+  HandleEvents(slot);
+}
+
+void EndpointCore::AcceptLocked(ConnectCompletion completion) {
+  if (m_shutDown) return Post(completion, make_error_code(Error::EndpointClosed), nullptr);
+  if (!m_acceptQueue.empty()) {
+    auto connection = std::move(m_acceptQueue.front());
+    m_acceptQueue.erase(m_acceptQueue.begin());
+    return Post(completion, {}, std::move(connection));
+  }
+  m_acceptWaiters.push_back(std::move(completion));
+}
+
+void EndpointCore::AfterCallLocked(ConnectionState& connection) {
+  const auto slot =
+      static_cast<std::uint32_t>((connection.UserDataBase() >> kKindBits) & (kMaxSlots - 1));
+  if (slot < m_slots.size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
+}
+
+void EndpointCore::HandleEvents(std::uint32_t slot) {
+  Slot& entry = m_slots[slot];
+  const std::shared_ptr<ConnectionState> connection = entry.connection;
+  const auto events = connection->TakeEvents();
+  if (events.established && entry.connectCompletion) {
+    Post(entry.connectCompletion, {}, connection);
+  }
+  if (events.finished) {
+    if (entry.connectCompletion) Post(entry.connectCompletion, connection->EndReason(), nullptr);
+    Retire(slot);
+  }
+}
+
+void EndpointCore::Retire(std::uint32_t slot) {
+  Slot& entry = m_slots[slot];
+  const auto& connection = entry.connection;
+  m_byId.erase(connection->LocalId());
+  if (connection->GetRole() == ConnectionState::Role::Server) {
+    m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
+    for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
+      if (*it == connection) {
+        m_acceptQueue.erase(it);  // ended before anyone accepted it
+        break;
+      }
+    }
+  }
+  entry.connection.reset();  // the public Connection, if any, keeps the state for its caller
+  ++entry.generation;        // timer expiries already detached for the old one are ignored
+  m_freeSlots.push_back(slot);
+  --m_context.stats.connectionsOpen;
+}
+
+void EndpointCore::ShutdownLocked() {
+  if (m_shutDown) return;
+  const auto reason = make_error_code(Error::EndpointClosed);
+  for (std::uint32_t slot = 0; slot < m_slots.size(); ++slot) {
+    if (!m_slots[slot].connection) continue;
+    m_slots[slot].connection->Shutdown(reason);
+    HandleEvents(slot);
+  }
+  for (auto& waiter : m_acceptWaiters) Post(waiter, reason, nullptr);
+  m_acceptWaiters.clear();
+  m_acceptQueue.clear();
+  m_shutDown = true;
+}
+
+std::uint32_t EndpointCore::AllocateSlot() {
+  if (!m_freeSlots.empty()) {
+    const std::uint32_t slot = m_freeSlots.back();
+    m_freeSlots.pop_back();
+    return slot;
+  }
+  if (m_slots.size() >= kMaxSlots) throw std::length_error("ReliableUDP: too many connections");
+  m_slots.emplace_back();
+  return static_cast<std::uint32_t>(m_slots.size() - 1);
+}
+
+ConnectionId EndpointCore::NewConnectionId() {
+  for (;;) {
+    const ConnectionId id = m_context.connectionIds.Next();
+    if (m_byId.find(id) == m_byId.end()) return id;
+  }
+}
+
+UserData EndpointCore::UserDataBase(std::uint32_t slot) const noexcept {
+  return static_cast<UserData>((std::uint64_t{m_slots[slot].generation} << 32) |
+                               (std::uint64_t{slot} << kKindBits));
+}
+
+void EndpointCore::Post(ConnectCompletion& completion, boost::system::error_code error,
+                        std::shared_ptr<ConnectionState> connection) {
+  m_io.Post([completion = std::move(completion), connection = std::move(connection)](
+                boost::system::error_code ec) mutable { completion(ec, std::move(connection)); },
+            error);
+}
+
+// --- Timers ------------------------------------------------------------------------------------
+
+void EndpointCore::OnTimer(UserData userData) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  if (m_shutDown) return;
+  const auto value = static_cast<std::uint64_t>(userData);
+  const auto kind = static_cast<TimerKind>(value & kKindMask);
+  const auto slot = static_cast<std::uint32_t>((value >> kKindBits) & (kMaxSlots - 1));
+  const auto generation = static_cast<std::uint32_t>(value >> 32);
+  if (slot >= m_slots.size() || m_slots[slot].generation != generation ||
+      !m_slots[slot].connection) {
+    return;  // the connection this expiry was for is gone
+  }
+  m_slots[slot].connection->OnTimer(kind, m_io.Now());
+  HandleEvents(slot);
+}
+
+EndpointStatistics EndpointCore::StatisticsLocked() const { return m_context.stats; }
+
+}  // namespace timerwheel::rudp::detail

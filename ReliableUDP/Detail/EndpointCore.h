@@ -1,0 +1,103 @@
+// The sans-I/O endpoint: connection table, demultiplexing, stateless handshake, timers.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "ReliableUDP/Detail/ConnectionState.h"
+#include "ReliableUDP/Detail/EndpointContext.h"
+#include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "TimerQueue/ITimer.h"
+
+namespace timerwheel::rudp::detail {
+
+// Ground rules (locking): one mutex, Mutex(), guards everything here and in every
+// ConnectionState of this endpoint, including the chunk pool. Methods named *Locked require it
+// held; OnTimer takes it. Socket operations of the Asio endpoint are made under it too. Timer
+// calls are made with it held (lock order: endpoint, then the timer driver's own lock); the
+// driver must dispatch without its lock (DispatchPolicy::WithoutLock). User handlers are never
+// run under it: they are posted through IEndpointIo::Post.
+//
+// State per connection is allocated only when a client echoes a valid cookie (servers) or
+// connects (clients). Connection IDs are random (SipHash of a counter under a random key).
+class EndpointCore final : public ITimer {
+ public:
+  using ConnectCompletion =
+      UniqueFunction<void(boost::system::error_code, std::shared_ptr<ConnectionState>)>;
+
+  // `options` must have been through ValidateOptions. The timer queue and the I/O must outlive
+  // every call into this object before ShutdownLocked; after it, neither is used again.
+  EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
+               const EndpointOptions& options);
+  ~EndpointCore();
+  EndpointCore(const EndpointCore&) = delete;
+  EndpointCore& operator=(const EndpointCore&) = delete;
+
+  std::mutex& Mutex() noexcept { return m_mutex; }
+
+  void OnDatagramLocked(const Udp::endpoint& from, const std::uint8_t* data, std::size_t size);
+  void ConnectLocked(const Udp::endpoint& remote, ConnectCompletion completion);
+  void AcceptLocked(ConnectCompletion completion);
+  // Ends every connection with Error::EndpointClosed, fails pending connects and accepts,
+  // destroys every timer. Afterwards the endpoint does nothing (IsShutDown).
+  void ShutdownLocked();
+  bool IsShutDownLocked() const noexcept { return m_shutDown; }
+
+  // After calling into a connection from outside (the public Connection): handles what it
+  // reports (connect completion, retirement).
+  void AfterCallLocked(ConnectionState& connection);
+
+  EndpointStatistics StatisticsLocked() const;
+  EndpointContext& ContextLocked() noexcept { return m_context; }
+  Microseconds Now() const { return m_io.Now(); }
+
+  void OnTimer(UserData userData) override;  // ITimer: takes the lock
+
+ private:
+  struct Slot {
+    std::shared_ptr<ConnectionState> connection;
+    std::uint32_t generation = 0;
+    ConnectCompletion connectCompletion;  // clients, until established or failed
+  };
+  struct HandshakeKey {
+    Udp::endpoint remote;
+    ConnectionId clientId = 0;
+    bool operator==(const HandshakeKey& other) const noexcept {
+      return clientId == other.clientId && remote == other.remote;
+    }
+  };
+  struct HandshakeKeyHash {
+    std::size_t operator()(const HandshakeKey& key) const noexcept {
+      return static_cast<std::size_t>(key.clientId ^ (std::uint64_t{key.remote.port()} << 48));
+    }
+  };
+
+  void OnHello(const Udp::endpoint& from, const PacketHeader& header);
+  void OnHelloWithCookie(const Udp::endpoint& from, const PacketHeader& header);
+  std::uint32_t AllocateSlot();
+  ConnectionId NewConnectionId();
+  UserData UserDataBase(std::uint32_t slot) const noexcept;
+  void HandleEvents(std::uint32_t slot);
+  void Retire(std::uint32_t slot);
+  void Post(ConnectCompletion& completion, boost::system::error_code error,
+            std::shared_ptr<ConnectionState> connection);
+
+  std::mutex m_mutex;
+  IEndpointIo& m_io;
+  EndpointContext m_context;
+  HandshakeCookie m_cookies;
+  bool m_shutDown = false;
+  std::vector<Slot> m_slots;
+  std::vector<std::uint32_t> m_freeSlots;
+  std::unordered_map<ConnectionId, std::uint32_t> m_byId;
+  std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
+  std::vector<std::shared_ptr<ConnectionState>> m_acceptQueue;  // established, not yet accepted
+  std::vector<ConnectCompletion> m_acceptWaiters;
+};
+
+}  // namespace timerwheel::rudp::detail

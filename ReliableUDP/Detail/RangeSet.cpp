@@ -1,0 +1,102 @@
+// RangeSet: sorted disjoint ranges with merge-on-insert and split-on-erase.
+#include "ReliableUDP/Detail/RangeSet.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace timerwheel::rudp::detail {
+
+std::uint64_t RangeSet::Insert(std::uint64_t begin, std::uint64_t end) {
+  assert(begin <= end);
+  if (begin >= end) return 0;  // an empty range adds nothing
+
+  // Fast path: packet numbers and in-order stream bytes arrive at or past the back.
+  if (m_ranges.empty() || m_ranges.back().end < begin) {
+    m_ranges.push_back({begin, end});
+    return end - begin;
+  }
+
+  // The first range that touches or follows [begin, end): its end reaches begin (adjacent counts,
+  // so that adjacent ranges merge and the set stays non-adjacent).
+  auto first = std::lower_bound(m_ranges.begin(), m_ranges.end(), begin,
+                                [](const Range& r, std::uint64_t v) { return r.end < v; });
+  // One past the last range that touches [begin, end): its begin is at most end.
+  auto last = first;
+  std::uint64_t overlap = 0;
+  while (last != m_ranges.end() && last->begin <= end) {
+    const std::uint64_t lo = std::max(last->begin, begin);
+    const std::uint64_t hi = std::min(last->end, end);
+    if (hi > lo) overlap += hi - lo;
+    ++last;
+  }
+  if (first == last) {  // touches nothing: a new range in the gap
+    m_ranges.insert(first, Range{begin, end});
+    return end - begin;
+  }
+  // Merge [first, last) and [begin, end) into *first; drop the rest.
+  first->begin = std::min(first->begin, begin);
+  first->end = std::max((last - 1)->end, end);
+  m_ranges.erase(first + 1, last);
+  return (end - begin) - overlap;
+}
+
+void RangeSet::Erase(std::uint64_t begin, std::uint64_t end) {
+  assert(begin <= end);
+  if (begin >= end) return;
+  // The first range with a value >= begin.
+  auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(), begin,
+                             [](std::uint64_t v, const Range& r) { return v < r.end; });
+  if (it == m_ranges.end() || it->begin >= end) return;
+  if (it->begin < begin && it->end > end) {  // strictly inside one range: split it in two
+    const Range tail{end, it->end};
+    it->end = begin;
+    m_ranges.insert(it + 1, tail);
+    return;
+  }
+  if (it->begin < begin) {  // keep the part of the first range below begin
+    it->end = begin;
+    ++it;
+  }
+  const auto eraseFirst = it;
+  while (it != m_ranges.end() && it->end <= end) ++it;
+  if (it != m_ranges.end() && it->begin < end) it->begin = end;  // keep the part at or above end
+  m_ranges.erase(eraseFirst, it);
+}
+
+void RangeSet::EraseBelow(std::uint64_t end) {
+  // The ranges wholly below end form a prefix; the next one may need trimming.
+  auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(), end,
+                             [](std::uint64_t v, const Range& r) { return v < r.end; });
+  if (it != m_ranges.end() && it->begin < end) it->begin = end;
+  m_ranges.erase(m_ranges.begin(), it);
+}
+
+bool RangeSet::Contains(std::uint64_t value) const noexcept {
+  // The last range starting at or below value is the only candidate.
+  auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(), value,
+                             [](std::uint64_t v, const Range& r) { return v < r.begin; });
+  if (it == m_ranges.begin()) return false;
+  --it;
+  return value < it->end;
+}
+
+bool RangeSet::ContainsAll(std::uint64_t begin, std::uint64_t end) const noexcept {
+  if (begin >= end) return true;
+  // Ranges are non-adjacent, so a fully present [begin, end) lies inside a single range.
+  auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(), begin,
+                             [](std::uint64_t v, const Range& r) { return v < r.begin; });
+  if (it == m_ranges.begin()) return false;
+  --it;
+  return end <= it->end;
+}
+
+void RangeSet::ShrinkToFit() {
+  // shrink_to_fit is only a request; swapping with an empty vector is guaranteed to free.
+  if (m_ranges.empty()) {
+    std::vector<Range>().swap(m_ranges);
+  } else {
+    m_ranges.shrink_to_fit();
+  }
+}
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,143 @@
+// ReceiveBuffer: reassembles stream bytes in pool chunks and cuts out length-prefixed messages.
+#include "ReliableUDP/Detail/ReceiveBuffer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+namespace timerwheel::rudp::detail {
+
+namespace {
+
+constexpr std::uint64_t kChunk = ChunkPool::kChunkSize;
+
+// The number of bytes of a QUIC varint (RFC 9000 section 16), from the top two bits of its first
+// byte. Kept here rather than taken from WireFormat so the buffer stands alone.
+std::size_t VarIntLength(std::uint8_t firstByte) noexcept {
+  return std::size_t{1} << (firstByte >> 6);
+}
+
+}  // namespace
+
+ReceiveBuffer::ReceiveBuffer(ChunkPool& pool, std::size_t window, std::size_t maxMessageSize,
+                             std::size_t maxOutOfOrderRanges) noexcept
+    : m_pool(pool),
+      m_window(window),
+      m_maxMessageSize(maxMessageSize),
+      m_maxOutOfOrderRanges(maxOutOfOrderRanges) {
+  // A message and its longest length prefix must fit in the window, or it could never complete.
+  assert(maxMessageSize <= window && window - maxMessageSize >= 8);
+}
+
+ReceiveBuffer::~ReceiveBuffer() {
+  for (std::uint8_t* chunk : m_chunks) {
+    if (chunk != nullptr) m_pool.Release(chunk);
+  }
+}
+
+ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const std::uint8_t* data,
+                                                  std::size_t size) {
+  if (size == 0) return InsertResult::Ok;
+  const std::uint64_t end = offset + size;
+  if (end > Limit()) return InsertResult::BeyondWindow;
+  if (end <= m_contiguousEnd) return InsertResult::Ok;  // a duplicate of delivered-or-queued bytes
+  const std::uint64_t begin = std::max(offset, m_contiguousEnd);
+
+  // The out-of-order ranges that overlap or touch [begin, end) (they merge with it), found by
+  // binary search for the first range ending at or above begin.
+  std::size_t first = 0;
+  std::size_t hi = m_outOfOrder.RangeCount();
+  while (first < hi) {
+    const std::size_t mid = first + (hi - first) / 2;
+    if (m_outOfOrder[mid].end < begin) {
+      first = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  const bool touchesExisting =
+      first < m_outOfOrder.RangeCount() && m_outOfOrder[first].begin <= end;
+  // Only a range that neither extends the contiguous prefix nor merges with another adds one.
+  if (begin != m_contiguousEnd && !touchesExisting &&
+      m_outOfOrder.RangeCount() >= m_maxOutOfOrderRanges) {
+    return InsertResult::TooFragmented;
+  }
+
+  // Copy only the bytes not present yet (the gaps between existing ranges): each offset is stored
+  // once, so a misbehaving peer cannot rewrite bytes already received.
+  if (m_chunks.empty()) m_chunkBase = m_consumed - m_consumed % kChunk;
+  std::uint64_t cursor = begin;
+  for (std::size_t i = first; cursor < end; ++i) {
+    const bool more = i < m_outOfOrder.RangeCount() && m_outOfOrder[i].begin < end;
+    const std::uint64_t gapEnd = more ? m_outOfOrder[i].begin : end;
+    for (std::uint64_t at = cursor; at < gapEnd;) {
+      const auto index = static_cast<std::size_t>((at - m_chunkBase) / kChunk);
+      if (index >= m_chunks.size()) m_chunks.resize(index + 1, nullptr);
+      if (m_chunks[index] == nullptr) m_chunks[index] = m_pool.Acquire();  // lazily, as needed
+      const auto within = static_cast<std::size_t>(at % kChunk);
+      const auto n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(gapEnd - at, kChunk - within));
+      std::memcpy(m_chunks[index] + within, data + (at - offset), n);
+      at += n;
+    }
+    if (!more) break;
+    cursor = std::max(cursor, m_outOfOrder[i].end);
+  }
+
+  m_outOfOrder.Insert(begin, end);
+  // Ranges never touch, so at most the first one can extend the contiguous prefix.
+  if (m_outOfOrder.Front().begin == m_contiguousEnd) {
+    m_contiguousEnd = m_outOfOrder.Front().end;
+    m_outOfOrder.PopFront();
+  }
+  m_highest = std::max(m_highest, end);
+  return InsertResult::Ok;
+}
+
+ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& out) {
+  const std::uint64_t available = m_contiguousEnd - m_consumed;
+  if (available == 0) return ReadResult::NeedMore;
+
+  // Bytes are reached one at a time for the prefix, which may straddle two chunks.
+  const auto byteAt = [this](std::uint64_t at) {
+    return m_chunks[static_cast<std::size_t>((at - m_chunkBase) / kChunk)][at % kChunk];
+  };
+  const std::uint8_t firstByte = byteAt(m_consumed);
+  const std::size_t prefixLength = VarIntLength(firstByte);
+  if (available < prefixLength) return ReadResult::NeedMore;
+  std::uint64_t length = firstByte & 0x3f;
+  for (std::size_t i = 1; i < prefixLength; ++i) length = (length << 8) | byteAt(m_consumed + i);
+  if (length > m_maxMessageSize) return ReadResult::MessageTooLarge;
+  if (available - prefixLength < length) return ReadResult::NeedMore;
+
+  out.resize(static_cast<std::size_t>(length));
+  std::uint64_t at = m_consumed + prefixLength;
+  for (std::size_t done = 0; done < out.size();) {
+    const auto within = static_cast<std::size_t>(at % kChunk);
+    const std::size_t n = std::min(out.size() - done, ChunkPool::kChunkSize - within);
+    std::memcpy(out.data() + done,
+                m_chunks[static_cast<std::size_t>((at - m_chunkBase) / kChunk)] + within, n);
+    done += n;
+    at += n;
+  }
+  m_consumed = at;
+
+  // Free the chunks wholly below the consumed offset; when nothing is buffered at all, the partly
+  // used one too, so that an idle buffer holds no chunk (Insert restarts at the consumed offset).
+  std::size_t freed = 0;
+  if (m_consumed == m_contiguousEnd && m_outOfOrder.Empty()) {
+    freed = m_chunks.size();
+  } else {
+    while (freed < m_chunks.size() && m_chunkBase + (freed + 1) * kChunk <= m_consumed) ++freed;
+  }
+  if (freed > 0) {
+    for (std::size_t i = 0; i < freed; ++i) {
+      if (m_chunks[i] != nullptr) m_pool.Release(m_chunks[i]);
+    }
+    m_chunks.erase(m_chunks.begin(), m_chunks.begin() + static_cast<std::ptrdiff_t>(freed));
+    m_chunkBase += freed * kChunk;
+  }
+  return ReadResult::Message;
+}
+
+}  // namespace timerwheel::rudp::detail

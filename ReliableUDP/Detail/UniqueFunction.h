@@ -1,0 +1,96 @@
+// A move-only type-erased callable with inline storage, for completion handlers.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace timerwheel::rudp::detail {
+
+template <class Signature>
+class UniqueFunction;
+
+// Like std::function, but holds move-only callables (Asio handlers often are), and keeps
+// callables of up to kInlineSize bytes inline so that queuing a typical lambda allocates nothing.
+template <class R, class... Args>
+class UniqueFunction<R(Args...)> {
+ public:
+  static constexpr std::size_t kInlineSize = 64;
+
+  UniqueFunction() noexcept = default;
+  UniqueFunction(std::nullptr_t) noexcept {}  // NOLINT: implicit, like std::function
+
+  template <class F, class D = std::decay_t<F>,
+            class = std::enable_if_t<!std::is_same_v<D, UniqueFunction> &&
+                                     std::is_invocable_r_v<R, D&, Args...>>>
+  UniqueFunction(F&& function) {  // NOLINT: implicit, like std::function
+    if constexpr (sizeof(D) <= kInlineSize && alignof(D) <= alignof(std::max_align_t) &&
+                  std::is_nothrow_move_constructible_v<D>) {
+      ::new (static_cast<void*>(&m_storage)) D(std::forward<F>(function));
+      m_ops = &kInlineOps<D>;
+    } else {
+      *reinterpret_cast<D**>(&m_storage) = new D(std::forward<F>(function));
+      m_ops = &kHeapOps<D>;
+    }
+  }
+
+  UniqueFunction(UniqueFunction&& other) noexcept { MoveFrom(other); }
+  UniqueFunction& operator=(UniqueFunction&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      MoveFrom(other);
+    }
+    return *this;
+  }
+  UniqueFunction(const UniqueFunction&) = delete;
+  UniqueFunction& operator=(const UniqueFunction&) = delete;
+  ~UniqueFunction() { Reset(); }
+
+  explicit operator bool() const noexcept { return m_ops != nullptr; }
+
+  R operator()(Args... args) { return m_ops->invoke(&m_storage, std::forward<Args>(args)...); }
+
+ private:
+  struct Ops {
+    R (*invoke)(void* storage, Args&&... args);
+    void (*move)(void* from, void* to) noexcept;  // move-constructs into `to`, destroys `from`
+    void (*destroy)(void* storage) noexcept;
+  };
+  template <class D>
+  static constexpr Ops kInlineOps{[](void* s, Args&&... args) -> R {
+                                    return (*static_cast<D*>(s))(std::forward<Args>(args)...);
+                                  },
+                                  [](void* from, void* to) noexcept {
+                                    ::new (to) D(std::move(*static_cast<D*>(from)));
+                                    static_cast<D*>(from)->~D();
+                                  },
+                                  [](void* s) noexcept { static_cast<D*>(s)->~D(); }};
+  template <class D>
+  static constexpr Ops kHeapOps{
+      [](void* s, Args&&... args) -> R {
+        return (**static_cast<D**>(s))(std::forward<Args>(args)...);
+      },
+      [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
+      [](void* s) noexcept { delete *static_cast<D**>(s); }};
+
+  void MoveFrom(UniqueFunction& other) noexcept {
+    if (other.m_ops != nullptr) {
+      other.m_ops->move(&other.m_storage, &m_storage);
+      m_ops = other.m_ops;
+      other.m_ops = nullptr;
+    }
+  }
+  void Reset() noexcept {
+    if (m_ops != nullptr) {
+      m_ops->destroy(&m_storage);
+      m_ops = nullptr;
+    }
+  }
+
+  std::aligned_storage_t<kInlineSize, alignof(std::max_align_t)> m_storage;
+  const Ops* m_ops = nullptr;
+};
+
+}  // namespace timerwheel::rudp::detail

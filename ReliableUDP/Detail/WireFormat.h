@@ -1,0 +1,186 @@
+// Encoding and decoding of ReliableUDP datagrams (the layout is in
+// docs/reliable-udp-wire-format.md).
+//
+// Decoding never throws and never reads outside the datagram: every malformed input is reported
+// as a DecodeStatus. Encoding writes into a caller-supplied buffer and never allocates.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "ReliableUDP/Detail/ProtocolTypes.h"
+
+namespace timerwheel::rudp::detail {
+
+enum class PacketType : std::uint8_t {
+  Hello = 0,            // client -> server: source CID, padded to kHelloSize
+  Cookie = 1,           // server -> client: destination CID = client CID, the cookie
+  HelloWithCookie = 2,  // client -> server: source CID, cookie, parameters, padded to kHelloSize
+  Welcome = 3,          // server -> client: destination CID = client CID, server CID, parameters
+  Data = 4,             // either way: destination CID, packet number, frames
+};
+
+enum class FrameType : std::uint8_t {
+  Padding = 0x00,
+  Ping = 0x01,
+  Ack = 0x02,
+  Stream = 0x03,
+  MaxData = 0x04,
+  Close = 0x05,
+};
+
+enum class CloseCode : std::uint64_t { Graceful = 0, Aborted = 1, ProtocolError = 2 };
+
+enum class DecodeStatus {
+  Ok,
+  TooShort,       // shorter than the smallest packet of its type, or a field runs past the end
+  BadChecksum,    // CRC-32C trailer does not match
+  BadVersion,     // version nibble is not kProtocolVersion
+  BadPacketType,  // unknown packet type
+  BadFrame,       // unknown frame type or a malformed frame (e.g. ACK range underflow)
+  BadHelloSize,   // Hello / HelloWithCookie shorter than kHelloSize
+};
+const char* ToString(DecodeStatus status) noexcept;
+
+// QUIC variable-length integers (RFC 9000 section 16): 1, 2, 4 or 8 bytes, values < 2^62.
+inline constexpr std::uint64_t kMaxVarInt = (std::uint64_t{1} << 62) - 1;
+std::size_t VarIntSize(std::uint64_t value) noexcept;  // value must be <= kMaxVarInt
+
+// What a peer says about itself in HelloWithCookie and Welcome.
+struct TransportParameters {
+  std::uint64_t maxAckDelayMs = 0;    // the longest it delays an ACK
+  std::uint64_t initialMaxData = 0;   // its initial receive window (bytes of stream)
+  std::uint64_t maxDatagramSize = 0;  // the largest datagram it accepts
+  std::uint64_t idleTimeoutMs = 0;    // its idle timeout
+  std::uint64_t maxMessageSize = 0;   // the largest message it accepts
+};
+
+// The fixed part of every packet.
+struct PacketHeader {
+  PacketType type = PacketType::Data;
+  ConnectionId destination = 0;
+  // Hello, HelloWithCookie, Welcome: the sender's own connection ID.
+  ConnectionId source = 0;
+  // Cookie, HelloWithCookie.
+  std::array<std::uint8_t, kCookieSize> cookie{};
+  // HelloWithCookie, Welcome.
+  TransportParameters parameters;
+  // Data: the full packet number.
+  PacketNumber packetNumber = 0;
+};
+
+// A decoded datagram: the header, and for Data packets the undecoded frame bytes.
+struct DecodedPacket {
+  PacketHeader header;
+  const std::uint8_t* frames = nullptr;  // points into the datagram, checksum excluded
+  std::size_t framesSize = 0;
+};
+
+// Checks version, type, size and checksum, and decodes the header. Frames are decoded by
+// FrameReader.
+DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
+                          DecodedPacket& out) noexcept;
+
+// Cheap peek used for demultiplexing before the checksum is verified: the destination CID of a
+// datagram that is long enough to have one (else false).
+bool PeekDestination(const std::uint8_t* datagram, std::size_t size, ConnectionId& out) noexcept;
+
+// One inclusive range of packet numbers, smallest <= largest.
+struct AckRange {
+  PacketNumber smallest = 0;
+  PacketNumber largest = 0;
+};
+inline constexpr std::size_t kMaxAckRanges = 32;  // more in one frame is BadFrame
+
+struct AckFrame {
+  PacketNumber largest = 0;
+  std::uint64_t ackDelayMicroseconds = 0;
+  std::size_t rangeCount = 0;                    // >= 1
+  std::array<AckRange, kMaxAckRanges> ranges{};  // descending: ranges[0].largest == largest
+};
+
+struct StreamFrame {
+  std::uint64_t offset = 0;  // offset + length <= kMaxVarInt, else BadFrame
+  const std::uint8_t* data = nullptr;
+  std::size_t length = 0;
+};
+
+struct Frame {
+  FrameType type = FrameType::Padding;
+  AckFrame ack;               // type == Ack
+  StreamFrame stream;         // type == Stream
+  std::uint64_t maxData = 0;  // type == MaxData
+  // type == Close (unknown codes decode as ProtocolError)
+  CloseCode closeCode = CloseCode::Graceful;
+};
+
+// Walks the frames of a Data packet. Runs of Padding are skipped (never returned).
+class FrameReader {
+ public:
+  FrameReader(const std::uint8_t* frames, std::size_t size) noexcept;
+  // Ok and fills `frame`; or TooShort/BadFrame (then stop: the packet is malformed; the reader
+  // stays on the bad frame, so calling again repeats the error). AtEnd() when done; Next() at the
+  // end returns TooShort.
+  DecodeStatus Next(Frame& frame) noexcept;
+  bool AtEnd() const noexcept;
+
+ private:
+  const std::uint8_t* m_position;
+  const std::uint8_t* m_end;
+};
+
+// Builds one datagram in a caller-supplied buffer. Usage: Begin*, then (Data only) Append* as
+// long as they return true, then Finish() which writes the checksum and returns the size.
+// Append* return false, writing nothing, when the frame does not fit in the space left.
+// If the capacity cannot hold the header and checksum (kHelloSize for Hello/HelloWithCookie),
+// Begin* writes nothing, Remaining() is 0, Append* fail and Finish() returns 0.
+// Integers above kMaxVarInt are a contract violation; they are written as kMaxVarInt.
+class PacketWriter {
+ public:
+  PacketWriter(std::uint8_t* buffer, std::size_t capacity) noexcept;
+
+  // Hello and HelloWithCookie are padded to kHelloSize by Finish (capacity must allow it).
+  void BeginHello(ConnectionId source) noexcept;
+  void BeginCookie(ConnectionId destination,
+                   const std::array<std::uint8_t, kCookieSize>& cookie) noexcept;
+  void BeginHelloWithCookie(ConnectionId source,
+                            const std::array<std::uint8_t, kCookieSize>& cookie,
+                            const TransportParameters& parameters) noexcept;
+  void BeginWelcome(ConnectionId destination, ConnectionId source,
+                    const TransportParameters& parameters) noexcept;
+  void BeginData(ConnectionId destination, PacketNumber packetNumber) noexcept;
+
+  bool AppendPing() noexcept;
+  // ranges: descending, disjoint and not adjacent; writes as many as fit (at least the first),
+  // up to kMaxAckRanges. Returns false if not even the first fits.
+  bool AppendAck(const AckRange* ranges, std::size_t rangeCount,
+                 std::uint64_t ackDelayMicroseconds) noexcept;
+  // Writes as much of [data, data + length) as fits, at least 1 byte (else false); *written says
+  // how much.
+  bool AppendStream(std::uint64_t offset, const std::uint8_t* data, std::size_t length,
+                    std::size_t* written) noexcept;
+  bool AppendMaxData(std::uint64_t maxData) noexcept;
+  bool AppendClose(CloseCode code) noexcept;
+
+  // Space left for frames, after reserving the checksum.
+  std::size_t Remaining() const noexcept;
+  // Bytes of frames appended so far (0: nothing but the header).
+  std::size_t FramesSize() const noexcept;
+  // Pads Hello/HelloWithCookie, appends the CRC-32C and returns the datagram's size.
+  std::size_t Finish() noexcept;
+
+ private:
+  // Resets the writer and writes the type byte and destination; false if the header does not fit.
+  bool Start(PacketType type, ConnectionId destination, std::size_t headerSize,
+             std::size_t minimumSize) noexcept;
+
+  std::uint8_t* m_begin;
+  std::uint8_t* m_position;
+  std::uint8_t* m_end;
+  std::uint8_t* m_framesBegin;
+  bool m_padToHelloSize = false;
+  bool m_failed = false;
+};
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,62 @@
+// Endpoint: one UDP socket on a boost::asio::io_context carrying many ReliableUDP connections.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/system/error_code.hpp>
+#include <memory>
+
+#include "ReliableUDP/Connection.h"
+#include "ReliableUDP/EndpointOptions.h"
+#include "ReliableUDP/Statistics.h"
+
+namespace timerwheel::rudp {
+
+// A client, a server or both: AsyncConnect opens connections to other endpoints; with
+// options.acceptIncoming, AsyncAccept hands over connections other endpoints opened.
+//
+// I/O: datagrams are received and sent on the io_context (IOCP on Windows, epoll on Linux); it
+// may be run by one thread or several. Every connection's timers (loss detection, delayed ACK,
+// pacing, keepalive, idle) are timers of one ITimerQueue owned by the endpoint, a TimerWheel or
+// a TimerQueue as options.timerQueue says, driven by an AsioTimerQueue on the same io_context.
+// On Windows the socket ignores ICMP port-unreachable (SIO_UDP_CONNRESET off, and a
+// connection_reset on receive is counted and skipped), so one vanished client cannot stop it.
+//
+// Handlers run on the io_context, never inside the call that started the operation.
+// Thread safety: every method may be called from any thread.
+// Lifetime: destroy the endpoint before its io_context. Destroying it (or Close) ends every
+// connection with Error::EndpointClosed; Connection objects may outlive it (their operations
+// then fail with that error) as long as the io_context lives.
+class Endpoint {
+ public:
+  using ConnectHandler =
+      detail::UniqueFunction<void(boost::system::error_code, std::shared_ptr<Connection>)>;
+
+  // Binds `local` (port 0: any free port). Throws std::invalid_argument for bad options (see
+  // ValidateOptions) and boost::system::system_error if the socket cannot be opened or bound.
+  Endpoint(boost::asio::io_context& ioContext, const boost::asio::ip::udp::endpoint& local,
+           EndpointOptions options = {});
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  boost::asio::ip::udp::endpoint LocalEndpoint() const;
+
+  // Completes with a Connection once the handshake is done, or with TimedOut after
+  // options.handshakeTimeout, EndpointClosed, or ConnectionLimit.
+  void AsyncConnect(const boost::asio::ip::udp::endpoint& remote, ConnectHandler handler);
+  // Completes with the next connection another endpoint opened (requires acceptIncoming).
+  void AsyncAccept(ConnectHandler handler);
+
+  // Ends every connection (EndpointClosed), fails pending connects and accepts, closes the
+  // socket and stops the timers. Idempotent; the destructor calls it.
+  void Close();
+
+  EndpointStatistics GetStatistics() const;
+
+ private:
+  class State;
+  std::shared_ptr<State> m_state;
+};
+
+}  // namespace timerwheel::rudp

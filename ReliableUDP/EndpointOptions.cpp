@@ -1,0 +1,46 @@
+// Validation of EndpointOptions: bad options fail at construction, naming the option.
+#include "ReliableUDP/EndpointOptions.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "ReliableUDP/Detail/ProtocolTypes.h"
+
+namespace timerwheel::rudp {
+namespace {
+
+void Require(bool condition, const char* what) {
+  if (!condition) throw std::invalid_argument(std::string("ReliableUDP EndpointOptions: ") + what);
+}
+
+}  // namespace
+
+EndpointOptions ValidateOptions(EndpointOptions options) {
+  Require(options.maxDatagramSize >= detail::kHelloSize &&
+              options.maxDatagramSize <= detail::kMaxDatagramSize,
+          "maxDatagramSize must be in [1200, 65507]");
+  Require(options.maxMessageSize > 0 && options.maxMessageSize <= (std::size_t{1} << 30),
+          "maxMessageSize must be in [1, 2^30]");
+  if (options.receiveWindow == 0) {
+    options.receiveWindow = std::max<std::size_t>(2 << 20, options.maxMessageSize + (64 << 10));
+  }
+  // A whole message must fit in the window: it is delivered only once complete.
+  Require(options.receiveWindow >= options.maxMessageSize + 8,
+          "receiveWindow must be at least maxMessageSize + 8");
+  if (options.sendBufferSize == 0) options.sendBufferSize = options.receiveWindow;
+  Require(options.sendBufferSize >= 64, "sendBufferSize must be at least 64 bytes");
+  Require(options.maxAckDelay >= 1 && options.maxAckDelay < 1000,
+          "maxAckDelay must be in [1, 999] ms");
+  Require(options.idleTimeout >= 100, "idleTimeout must be at least 100 ms");
+  Require(options.keepaliveInterval >= 10 && options.keepaliveInterval < options.idleTimeout,
+          "keepaliveInterval must be in [10 ms, idleTimeout)");
+  Require(options.handshakeTimeout >= 100, "handshakeTimeout must be at least 100 ms");
+  Require(options.cookieWindow >= 1000, "cookieWindow must be at least 1000 ms");
+  Require(options.timerGranularity >= 1 && options.timerGranularity <= options.maxAckDelay,
+          "timerGranularity must be in [1, maxAckDelay] ms");
+  Require(options.maxConnections >= 1, "maxConnections must be at least 1");
+  return options;
+}
+
+}  // namespace timerwheel::rudp

@@ -1,0 +1,152 @@
+// AckTracker: the RFC 9000 13.2 ACK policy, duplicate rejection, ACK frames and bounded ranges.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ReliableUDP/Detail/AckTracker.h"
+
+using namespace timerwheel::rudp::detail;
+
+namespace {
+
+constexpr Microseconds kMaxAckDelay = 25000;
+
+std::vector<std::vector<PacketNumber>> Ranges(const AckFrame& frame) {
+  std::vector<std::vector<PacketNumber>> ranges;
+  for (std::size_t i = 0; i < frame.rangeCount; ++i) {
+    ranges.push_back({frame.ranges[i].smallest, frame.ranges[i].largest});
+  }
+  return ranges;
+}
+
+}  // namespace
+
+TEST_CASE("AckTracker acks at once after every second ack-eliciting packet", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  CHECK_FALSE(tracker.HasAnythingToAck());
+  REQUIRE(tracker.OnPacketReceived(0, true, 1000));
+  CHECK_FALSE(tracker.AckNow());
+  CHECK(tracker.HasAnythingToAck());
+  REQUIRE(tracker.OnPacketReceived(1, true, 2000));
+  CHECK(tracker.AckNow());
+  tracker.OnAckSent();
+  CHECK_FALSE(tracker.AckNow());
+  CHECK_FALSE(tracker.AckDeadline().has_value());
+  CHECK_FALSE(tracker.HasAnythingToAck());
+  REQUIRE(tracker.OnPacketReceived(2, true, 3000));
+  CHECK_FALSE(tracker.AckNow());
+  REQUIRE(tracker.OnPacketReceived(3, true, 4000));
+  CHECK(tracker.AckNow());
+}
+
+TEST_CASE("AckTracker delays an ACK by at most the max ACK delay", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  CHECK_FALSE(tracker.AckDeadline().has_value());
+  REQUIRE(tracker.OnPacketReceived(0, true, 1000));
+  CHECK(tracker.AckDeadline() == std::optional<Microseconds>(1000 + kMaxAckDelay));
+  tracker.OnAckSent();
+  // Not ack-eliciting: no deadline, nothing owed now, but it rides along with the next ACK.
+  REQUIRE(tracker.OnPacketReceived(1, false, 2000));
+  CHECK_FALSE(tracker.AckDeadline().has_value());
+  CHECK_FALSE(tracker.AckNow());
+  CHECK(tracker.HasAnythingToAck());
+  REQUIRE(tracker.OnPacketReceived(2, true, 3000));
+  CHECK(tracker.AckDeadline() == std::optional<Microseconds>(3000 + kMaxAckDelay));
+  CHECK_FALSE(tracker.AckNow());
+  // The deadline is that of the first unacknowledged ack-eliciting packet.
+  REQUIRE(tracker.OnPacketReceived(3, true, 9000));
+  CHECK(tracker.AckDeadline() == std::optional<Microseconds>(3000 + kMaxAckDelay));
+}
+
+TEST_CASE("AckTracker acks at once on a gap or reordering", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  REQUIRE(tracker.OnPacketReceived(0, true, 1000));
+  tracker.OnAckSent();
+  REQUIRE(tracker.OnPacketReceived(2, true, 2000));  // 1 is missing
+  CHECK(tracker.AckNow());
+  tracker.OnAckSent();
+  REQUIRE(tracker.OnPacketReceived(1, true, 3000));  // below the largest
+  CHECK(tracker.AckNow());
+  tracker.OnAckSent();
+  REQUIRE(tracker.OnPacketReceived(3, true, 4000));  // in order again
+  CHECK_FALSE(tracker.AckNow());
+  tracker.OnAckSent();
+  // Out of order but not ack-eliciting: nothing owed at once.
+  REQUIRE(tracker.OnPacketReceived(6, false, 5000));
+  CHECK_FALSE(tracker.AckNow());
+}
+
+TEST_CASE("AckTracker treats a first packet above 0 as a gap", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  REQUIRE(tracker.OnPacketReceived(1, true, 1000));
+  CHECK(tracker.AckNow());
+}
+
+TEST_CASE("AckTracker rejects and counts duplicates", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  REQUIRE(tracker.OnPacketReceived(5, true, 1000));
+  tracker.OnAckSent();
+  CHECK_FALSE(tracker.OnPacketReceived(5, true, 2000));
+  CHECK(tracker.DuplicatesDropped() == 1);
+  // Nothing changed: no deadline, no ACK owed until the caller reports the duplicate.
+  CHECK_FALSE(tracker.AckNow());
+  CHECK_FALSE(tracker.AckDeadline().has_value());
+  tracker.OnDuplicate();
+  CHECK(tracker.AckNow());
+  CHECK(tracker.OnPacketReceived(4, true, 3000));
+  CHECK_FALSE(tracker.OnPacketReceived(4, false, 3000));
+  CHECK(tracker.DuplicatesDropped() == 2);
+}
+
+TEST_CASE("AckTracker builds descending inclusive ranges with the delay of the largest",
+          "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  AckFrame frame;
+  CHECK_FALSE(tracker.BuildAck(0, frame));
+  for (PacketNumber pn : {0, 1, 2, 5, 6, 9, 12}) REQUIRE(tracker.OnPacketReceived(pn, true, 50));
+  REQUIRE(tracker.OnPacketReceived(14, true, 100));
+  REQUIRE(tracker.OnPacketReceived(13, true, 200));  // arrives after the largest
+  REQUIRE(tracker.BuildAck(500, frame));
+  CHECK(frame.largest == 14);
+  CHECK(frame.ackDelayMicroseconds == 400);
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 14}, {9, 9}, {5, 6}, {0, 2}});
+  // Building does not consume anything.
+  CHECK(tracker.HasAnythingToAck());
+  REQUIRE(tracker.BuildAck(600, frame));
+  CHECK(frame.ackDelayMicroseconds == 500);
+}
+
+TEST_CASE("AckTracker raises a floor when more than 32 ranges are held", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  // Even numbers 0..80: 41 single-packet ranges; the lowest 9 ([0]..[16]) are forgotten.
+  for (PacketNumber pn = 0; pn <= 80; pn += 2) REQUIRE(tracker.OnPacketReceived(pn, true, pn));
+  AckFrame frame;
+  REQUIRE(tracker.BuildAck(100, frame));
+  REQUIRE(frame.rangeCount == kMaxAckRanges);
+  CHECK(frame.ranges[0].largest == 80);
+  CHECK(frame.ranges[kMaxAckRanges - 1].smallest == 18);
+  CHECK(frame.ranges[kMaxAckRanges - 1].largest == 18);
+
+  // Below the floor (17) everything counts as received, even numbers that never arrived.
+  const std::uint64_t duplicates = tracker.DuplicatesDropped();
+  CHECK_FALSE(tracker.OnPacketReceived(16, true, 200));
+  CHECK_FALSE(tracker.OnPacketReceived(15, true, 200));
+  CHECK_FALSE(tracker.OnPacketReceived(1, true, 200));
+  CHECK(tracker.DuplicatesDropped() == duplicates + 3);
+  // The floor itself was a hole: it may still arrive, and merges with 18.
+  CHECK(tracker.OnPacketReceived(17, true, 200));
+  REQUIRE(tracker.BuildAck(300, frame));
+  CHECK(frame.rangeCount == kMaxAckRanges);
+  CHECK(frame.ranges[kMaxAckRanges - 1].smallest == 17);
+  CHECK(frame.ranges[kMaxAckRanges - 1].largest == 18);
+
+  // One more hole above: the lowest range goes and the floor moves past it.
+  REQUIRE(tracker.OnPacketReceived(100, true, 400));
+  REQUIRE(tracker.BuildAck(500, frame));
+  CHECK(frame.rangeCount == kMaxAckRanges);
+  CHECK(frame.ranges[0].largest == 100);
+  CHECK(frame.ranges[kMaxAckRanges - 1].smallest == 20);
+  CHECK_FALSE(tracker.OnPacketReceived(18, true, 600));
+  CHECK(tracker.OnPacketReceived(19, true, 600));  // the new floor, a hole
+}

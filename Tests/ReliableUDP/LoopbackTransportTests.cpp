@@ -1,0 +1,280 @@
+// ReliableUDP over real UDP sockets on loopback, through Boost.Asio (epoll on Linux, IOCP on
+// Windows): the same code path a server runs. Waits are on futures with generous timeouts.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "ReliableUDP/Endpoint.h"
+#include "ReliableUDP/Support/MessageStream.h"
+
+using namespace timerwheel;
+using namespace timerwheel::test;
+using rudp::Connection;
+using rudp::Endpoint;
+using Udp = boost::asio::ip::udp;
+
+namespace {
+
+constexpr auto kGenerous = std::chrono::seconds(60);
+
+const Udp::endpoint kAnyLoopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
+
+// An io_context run by `threads` threads. Stop lets the threads finish the work that is left
+// (every endpoint must be closed by then) rather than abandoning handlers.
+class IoThreads {
+ public:
+  explicit IoThreads(unsigned threads) : m_guard(m_io.get_executor()) {
+    for (unsigned i = 0; i < threads; ++i) m_threads.emplace_back([this] { m_io.run(); });
+  }
+  ~IoThreads() { Stop(); }
+  void Stop() {
+    m_guard.reset();
+    for (auto& thread : m_threads) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  boost::asio::io_context& Io() { return m_io; }
+
+ private:
+  boost::asio::io_context m_io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> m_guard;
+  std::vector<std::thread> m_threads;
+};
+
+rudp::EndpointOptions ServerOptions() {
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  return options;
+}
+
+// Connects `client` to `server` and returns both ends of the connection.
+std::pair<std::shared_ptr<Connection>, std::shared_ptr<Connection>> ConnectPair(Endpoint& client,
+                                                                                Endpoint& server) {
+  std::promise<std::shared_ptr<Connection>> accepted, connected;
+  server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+    if (ec) c = nullptr;
+    accepted.set_value(std::move(c));
+  });
+  client.AsyncConnect(server.LocalEndpoint(),
+                      [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                        if (ec) c = nullptr;
+                        connected.set_value(std::move(c));
+                      });
+  auto connectedFuture = connected.get_future();
+  auto acceptedFuture = accepted.get_future();
+  REQUIRE(connectedFuture.wait_for(kGenerous) == std::future_status::ready);
+  REQUIRE(acceptedFuture.wait_for(kGenerous) == std::future_status::ready);
+  auto clientSide = connectedFuture.get();
+  auto serverSide = acceptedFuture.get();
+  REQUIRE(clientSide);
+  REQUIRE(serverSide);
+  return {clientSide, serverSide};
+}
+
+// Runs the stream and waits for it to finish.
+void RunStream(const std::shared_ptr<MessageStream>& stream) {
+  std::promise<void> finished;
+  stream->onFinished = [&] { finished.set_value(); };
+  stream->Start();
+  REQUIRE(finished.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  stream->onFinished = nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("loopback echo of messages from 1 byte to the maximum size, byte for byte and in order",
+          "[rudp][loopback]") {
+  const unsigned threads = GENERATE(1u, 2u);
+  CAPTURE(threads);
+  IoThreads io(threads);
+  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
+  Endpoint client(io.Io(), kAnyLoopback);
+  auto [clientSide, serverSide] = ConnectPair(client, server);
+
+  const std::size_t maximum = rudp::EndpointOptions{}.maxMessageSize;
+  const std::vector<std::size_t> sizes = {1,    2,       100,    1100,    1200,    1201,
+                                          4096, 65'535,  65'536, 300'000, 999'999, maximum,
+                                          1,    maximum, 17,     50'000};
+  auto sizeOf = [&](std::uint64_t i) { return sizes[i % sizes.size()]; };
+  const std::uint64_t count = 3 * sizes.size();
+  // Both directions at once.
+  auto up = std::make_shared<MessageStream>(clientSide, serverSide, count, sizeOf, 4);
+  auto down = std::make_shared<MessageStream>(serverSide, clientSide, count, sizeOf, 4);
+  std::promise<void> upDone, downDone;
+  up->onFinished = [&] { upDone.set_value(); };
+  down->onFinished = [&] { downDone.set_value(); };
+  up->Start();
+  down->Start();
+  REQUIRE(upDone.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  REQUIRE(downDone.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  CHECK(up->Error() == "");
+  CHECK(down->Error() == "");
+  CHECK(up->Received() == count);
+  CHECK(down->Received() == count);
+  up->onFinished = nullptr;
+  down->onFinished = nullptr;
+
+  // A graceful close: the server learns of it, the client completes it.
+  std::promise<boost::system::error_code> clientClosed, serverClosed;
+  clientSide->AsyncWaitClosed([&](boost::system::error_code ec) { clientClosed.set_value(ec); });
+  serverSide->AsyncWaitClosed([&](boost::system::error_code ec) { serverClosed.set_value(ec); });
+  clientSide->Close();
+  auto clientReason = clientClosed.get_future();
+  auto serverReason = serverClosed.get_future();
+  REQUIRE(clientReason.wait_for(kGenerous) == std::future_status::ready);
+  REQUIRE(serverReason.wait_for(kGenerous) == std::future_status::ready);
+  CHECK(clientReason.get() == rudp::Error::ClosedLocally);
+  CHECK(serverReason.get() == rudp::Error::ClosedByPeer);
+}
+
+TEST_CASE("a steady stream on loopback causes no spurious retransmission or PTO",
+          "[rudp][loopback][timers]") {
+  IoThreads io(1);
+  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
+  Endpoint client(io.Io(), kAnyLoopback);
+  auto [clientSide, serverSide] = ConnectPair(client, server);
+  auto stream = std::make_shared<MessageStream>(
+      clientSide, serverSide, 5000, [](std::uint64_t i) { return 1 + i % 2000; }, 8);
+  RunStream(stream);
+  CHECK(stream->Error() == "");
+  const auto stats = clientSide->GetStatistics();
+  INFO("packets sent " << stats.packetsSent << ", lost " << stats.packetsLost << ", PTOs "
+                       << stats.probeTimeouts << ", srtt us " << stats.smoothedRttMicroseconds);
+  CHECK(stats.spuriousRetransmits == 0);
+  CHECK(stats.packetsLost == 0);
+  CHECK(stats.probeTimeouts == 0);
+  // Re-armed as packets went out (at most once per millisecond of deadline), never fired.
+  const unsigned loss = static_cast<unsigned>(rudp::TimerKind::LossDetection);
+  CHECK(stats.timerArmed[loss] > 0);
+  CHECK(stats.timerFired[loss] == 0);
+}
+
+TEST_CASE("1000 connections to one server socket exchange messages concurrently",
+          "[rudp][loopback]") {
+  IoThreads io(2);
+  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
+  Endpoint client(io.Io(), kAnyLoopback);
+  constexpr int kConnections = 1000;
+
+  std::mutex mutex;
+  std::vector<std::shared_ptr<Connection>> serverSides, clientSides;
+  std::promise<void> allConnected;
+  int pending = 2 * kConnections;
+  auto arrived = [&] {
+    if (--pending == 0) allConnected.set_value();
+  };
+  std::function<void()> accept = [&] {
+    server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+      if (ec) return;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        serverSides.push_back(std::move(c));
+        arrived();
+      }
+      accept();
+    });
+  };
+  accept();
+  for (int i = 0; i < kConnections; ++i) {
+    client.AsyncConnect(server.LocalEndpoint(),
+                        [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                          std::lock_guard<std::mutex> lock(mutex);
+                          if (ec) return;
+                          clientSides.push_back(std::move(c));
+                          arrived();
+                        });
+  }
+  REQUIRE(allConnected.get_future().wait_for(kGenerous) == std::future_status::ready);
+  CHECK(server.GetStatistics().connectionsOpen == kConnections);
+
+  // Each server-side connection echoes what it receives; each client sends 5 messages.
+  struct Echo : std::enable_shared_from_this<Echo> {
+    std::shared_ptr<Connection> connection;
+    std::vector<std::uint8_t> buffer;
+    void Next() {
+      auto self = shared_from_this();
+      connection->AsyncReceive(buffer, [self](boost::system::error_code ec) {
+        if (ec) return;
+        self->connection->AsyncSend(boost::asio::buffer(self->buffer),
+                                    [self](boost::system::error_code sent) {
+                                      if (!sent) self->Next();
+                                    });
+      });
+    }
+  };
+  for (auto& c : serverSides) {
+    auto echo = std::make_shared<Echo>();
+    echo->connection = c;
+    echo->Next();
+  }
+  constexpr int kMessages = 5;
+  std::atomic<int> echoed{0};
+  std::atomic<int> wrong{0};
+  std::promise<void> allEchoed;
+  struct Client : std::enable_shared_from_this<Client> {
+    std::shared_ptr<Connection> connection;
+    int index = 0;
+    int round = 0;
+    std::vector<std::uint8_t> out, in;
+  };
+  std::vector<std::shared_ptr<Client>> drivers;
+  std::function<void(std::shared_ptr<Client>)> sendRound = [&](std::shared_ptr<Client> c) {
+    c->out = PatternMessage(static_cast<std::uint64_t>(c->index * 100 + c->round),
+                            1 + (c->index * 37 + c->round * 1000) % 3000);
+    c->connection->AsyncSend(boost::asio::buffer(c->out), [](boost::system::error_code) {});
+    c->connection->AsyncReceive(c->in, [&, c](boost::system::error_code ec) {
+      if (ec || c->in != c->out) ++wrong;
+      if (++c->round < kMessages) {
+        sendRound(c);
+      } else if (++echoed == kConnections) {
+        allEchoed.set_value();
+      }
+    });
+  };
+  for (int i = 0; i < kConnections; ++i) {
+    auto c = std::make_shared<Client>();
+    c->connection = clientSides[static_cast<std::size_t>(i)];
+    c->index = i;
+    drivers.push_back(c);
+  }
+  for (auto& c : drivers) sendRound(c);
+  REQUIRE(allEchoed.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  CHECK(wrong == 0);
+  client.Close();
+  server.Close();
+  io.Stop();
+}
+
+TEST_CASE("an endpoint closed under live connections ends them with EndpointClosed",
+          "[rudp][loopback][close]") {
+  IoThreads io(2);
+  auto server = std::make_unique<Endpoint>(io.Io(), kAnyLoopback, ServerOptions());
+  Endpoint client(io.Io(), kAnyLoopback);
+  auto [clientSide, serverSide] = ConnectPair(client, *server);
+  std::promise<boost::system::error_code> serverEnded;
+  serverSide->AsyncWaitClosed([&](boost::system::error_code ec) { serverEnded.set_value(ec); });
+  std::vector<std::uint8_t> incoming;
+  std::promise<boost::system::error_code> received;
+  serverSide->AsyncReceive(incoming, [&](boost::system::error_code ec) { received.set_value(ec); });
+  server.reset();  // destroys the endpoint while the connection object lives on
+  auto reason = serverEnded.get_future();
+  REQUIRE(reason.wait_for(kGenerous) == std::future_status::ready);
+  CHECK(reason.get() == rudp::Error::EndpointClosed);
+  auto receiveResult = received.get_future();
+  REQUIRE(receiveResult.wait_for(kGenerous) == std::future_status::ready);
+  CHECK(receiveResult.get() == rudp::Error::EndpointClosed);
+  // Operations on the surviving object fail cleanly.
+  std::promise<boost::system::error_code> sent;
+  std::vector<std::uint8_t> one(1);
+  serverSide->AsyncSend(boost::asio::buffer(one),
+                        [&](boost::system::error_code ec) { sent.set_value(ec); });
+  auto sendResult = sent.get_future();
+  REQUIRE(sendResult.wait_for(kGenerous) == std::future_status::ready);
+  CHECK(sendResult.get() == rudp::Error::EndpointClosed);
+}

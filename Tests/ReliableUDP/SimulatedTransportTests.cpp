@@ -1,0 +1,510 @@
+// ReliableUDP over a simulated network in virtual time: loss, reordering, duplication,
+// corruption, handshakes, liveness, close, flow control and timer use, all reproducible.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <vector>
+
+#include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/MessageStream.h"
+#include "ReliableUDP/Support/SimulatedNetwork.h"
+#include "TimerQueue/CountingTimerQueueMonitor.h"
+
+using namespace timerwheel;
+using namespace timerwheel::test;
+using rudp::Connection;
+using rudp::Error;
+
+namespace {
+
+constexpr Microseconds kSecond = 1'000'000;
+
+rudp::EndpointOptions ServerOptions() {
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  return options;
+}
+
+// A client and a server host with one established connection between them.
+struct ConnectedPair {
+  explicit ConnectedPair(SimulatedNetwork& network, rudp::EndpointOptions clientOptions = {},
+                         rudp::EndpointOptions serverOptions = ServerOptions())
+      : server(network.AddHost(9000, serverOptions)), client(network.AddHost(9001, clientOptions)) {
+    server.Accept([this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+      acceptError = ec;
+      serverSide = std::move(c);
+    });
+    client.Connect(server.Address(),
+                   [this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                     connectError = ec;
+                     clientSide = std::move(c);
+                   });
+    connected = network.RunFor(120 * kSecond, [this] { return clientSide && serverSide; });
+  }
+
+  SimulatedHost& server;
+  SimulatedHost& client;
+  std::shared_ptr<Connection> serverSide;
+  std::shared_ptr<Connection> clientSide;
+  boost::system::error_code acceptError;
+  boost::system::error_code connectError;
+  bool connected = false;
+};
+
+// Waits for the end reason of a connection.
+struct CloseWatch {
+  explicit CloseWatch(Connection& connection) {
+    connection.AsyncWaitClosed([this](boost::system::error_code ec) {
+      reason = ec;
+      ended = true;
+    });
+  }
+  bool ended = false;
+  boost::system::error_code reason;
+};
+
+}  // namespace
+
+TEST_CASE("messages arrive exactly once in order and intact over a lossy reordering link",
+          "[rudp][sim]") {
+  const double loss = GENERATE(0.0, 0.01, 0.05, 0.10, 0.30);
+  CAPTURE(loss);
+  SimulatedNetwork network(42 + static_cast<std::uint64_t>(loss * 1000));
+  LinkProfile link;
+  link.loss = loss;
+  link.reorder = 0.05;
+  link.duplicate = 0.02;
+  link.delay = 10'000;
+  link.jitter = 2'000;
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions client;
+  client.handshakeTimeout = 120'000;  // at 30 % loss a handshake can take several tries
+  ConnectedPair pair(network, client);
+  REQUIRE(pair.connected);
+
+  // Both directions at once; sizes from 1 byte to ~100 KB (fragmented over ~85 datagrams).
+  const std::uint64_t count = loss >= 0.3 ? 150 : 300;
+  auto up = std::make_shared<MessageStream>(pair.clientSide, pair.serverSide, count);
+  auto down = std::make_shared<MessageStream>(pair.serverSide, pair.clientSide, count);
+  up->Start();
+  down->Start();
+  const bool done = network.RunFor(1800 * kSecond, [&] { return up->Done() && down->Done(); });
+  INFO("up: " << up->Error() << " received " << up->Received());
+  INFO("down: " << down->Error() << " received " << down->Received());
+  REQUIRE(done);
+  CHECK(up->Error() == "");
+  CHECK(down->Error() == "");
+  CHECK(up->Received() == count);
+  CHECK(down->Received() == count);
+
+  const auto stats = pair.clientSide->GetStatistics();
+  CHECK(stats.messagesSent == count);
+  CHECK(stats.messagesReceived == count);
+  if (loss > 0) {
+    CHECK(stats.packetsLost > 0);
+    CHECK(stats.streamBytesRetransmitted > 0);
+  } else {
+    // Only reordering can look like loss here, and each such "loss" is found out as spurious.
+    CHECK(stats.packetsLost <= network.Reordered());
+    CHECK(stats.spuriousRetransmits == stats.packetsLost);
+  }
+  CHECK(network.Duplicated() > 0);
+  CHECK(pair.server.Statistics().droppedBadChecksum == 0);
+}
+
+TEST_CASE("corrupted datagrams are caught by the checksum and the data still arrives intact",
+          "[rudp][sim]") {
+  SimulatedNetwork network(7);
+  LinkProfile link;
+  link.loss = 0.05;
+  link.corrupt = 0.05;
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions client;
+  client.handshakeTimeout = 120'000;
+  ConnectedPair pair(network, client);
+  REQUIRE(pair.connected);
+  auto up = std::make_shared<MessageStream>(pair.clientSide, pair.serverSide, 200);
+  up->Start();
+  REQUIRE(network.RunFor(600 * kSecond, [&] { return up->Done(); }));
+  CHECK(up->Error() == "");
+  CHECK(network.Corrupted() > 0);
+  const auto dropped =
+      pair.server.Statistics().droppedBadChecksum + pair.client.Statistics().droppedBadChecksum;
+  CHECK(dropped > 0);
+}
+
+TEST_CASE("messages from 1 byte to the maximum size arrive intact and a larger one is refused",
+          "[rudp][sim]") {
+  SimulatedNetwork network(3);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  const std::size_t maximum = rudp::EndpointOptions{}.maxMessageSize;
+  const std::vector<std::size_t> sizes = {1, 2, 1100, 1200, 1201, 65'536, 500'000, maximum};
+  auto stream = std::make_shared<MessageStream>(
+      pair.clientSide, pair.serverSide, sizes.size(), [&](std::uint64_t i) { return sizes[i]; }, 2);
+  stream->Start();
+  REQUIRE(network.RunFor(120 * kSecond, [&] { return stream->Done(); }));
+  CHECK(stream->Error() == "");
+
+  std::vector<std::uint8_t> tooLarge(maximum + 1);
+  boost::system::error_code result;
+  bool completed = false;
+  const auto before = pair.clientSide->GetStatistics();
+  pair.clientSide->AsyncSend(boost::asio::buffer(tooLarge), [&](boost::system::error_code ec) {
+    result = ec;
+    completed = true;
+  });
+  network.RunFor(kSecond, [&] { return completed; });
+  CHECK(result == Error::MessageTooLarge);
+  CHECK(pair.clientSide->GetStatistics().streamBytesSent == before.streamBytesSent);
+  // The connection is still fine.
+  std::vector<std::uint8_t> one(1, 0x5A), got;
+  bool received = false;
+  pair.serverSide->AsyncReceive(got, [&](boost::system::error_code ec) { received = !ec; });
+  pair.clientSide->AsyncSend(boost::asio::buffer(one), [](boost::system::error_code) {});
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return received; }));
+  CHECK(got == one);
+}
+
+TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie makes a connection",
+          "[rudp][sim][handshake]") {
+  using namespace rudp::detail;
+  SimulatedNetwork network(11);
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.cookieWindow = 10'000;
+  SimulatedHost& server = network.AddHost(9000, serverOptions);
+  const Udp::endpoint from(boost::asio::ip::make_address_v4("10.0.0.1"), 9005);
+  const Udp::endpoint elsewhere(boost::asio::ip::make_address_v4("10.0.0.1"), 9006);
+
+  std::vector<std::uint8_t> lastReply;
+  network.tap = [&](const Udp::endpoint&, const Udp::endpoint& to,
+                    const std::vector<std::uint8_t>& datagram) {
+    if (to == from) lastReply = datagram;
+  };
+  auto hello = [](ConnectionId source) {
+    std::vector<std::uint8_t> datagram(kHelloSize);
+    PacketWriter writer(datagram.data(), datagram.size());
+    writer.BeginHello(source);
+    datagram.resize(writer.Finish());
+    return datagram;
+  };
+  auto helloWithCookie = [](ConnectionId source,
+                            const std::array<std::uint8_t, kCookieSize>& cookie) {
+    std::vector<std::uint8_t> datagram(kHelloSize);
+    PacketWriter writer(datagram.data(), datagram.size());
+    TransportParameters parameters{10, 1 << 21, 1200, 30'000, 1 << 20};
+    writer.BeginHelloWithCookie(source, cookie, parameters);
+    datagram.resize(writer.Finish());
+    return datagram;
+  };
+  auto cookieFor = [&](ConnectionId source) {
+    lastReply.clear();
+    server.Deliver(from, hello(source));
+    DecodedPacket packet;
+    REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), packet) == DecodeStatus::Ok);
+    REQUIRE(packet.header.type == PacketType::Cookie);
+    REQUIRE(packet.header.destination == source);
+    return packet.header.cookie;
+  };
+
+  SECTION("Hellos are answered statelessly and never amplified") {
+    for (int i = 0; i < 1000; ++i) server.Deliver(from, hello(0x1000 + i));
+    const auto stats = server.Statistics();
+    CHECK(stats.cookiesSent == 1000);
+    CHECK(stats.connectionsOpen == 0);
+    CHECK(stats.bytesSent * 20 < stats.bytesReceived);  // each reply is tiny next to its Hello
+    CHECK(server.Core().ContextLocked().pool.ChunksAllocated() == 0);
+  }
+  SECTION("a forged cookie makes no connection") {
+    std::array<std::uint8_t, kCookieSize> forged{};
+    forged.fill(0xAB);
+    server.Deliver(from, helloWithCookie(0x1234, forged));
+    CHECK(server.Statistics().droppedBadCookie == 1);
+    CHECK(server.Statistics().connectionsOpen == 0);
+  }
+  SECTION("a cookie is bound to the address and the connection ID") {
+    const auto cookie = cookieFor(0x1234);
+    server.Deliver(elsewhere, helloWithCookie(0x1234, cookie));
+    server.Deliver(from, helloWithCookie(0x1235, cookie));
+    CHECK(server.Statistics().droppedBadCookie == 2);
+    CHECK(server.Statistics().connectionsOpen == 0);
+  }
+  SECTION("a stale cookie makes no connection") {
+    const auto cookie = cookieFor(0x1234);
+    network.RunFor(20 * kSecond + 1000);  // two windows: older than the previous window
+    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    CHECK(server.Statistics().droppedBadCookie == 1);
+    CHECK(server.Statistics().connectionsOpen == 0);
+  }
+  SECTION("a fresh cookie makes one connection, and a repeat only repeats the Welcome") {
+    const auto cookie = cookieFor(0x1234);
+    network.RunFor(5 * kSecond);
+    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    CHECK(server.Statistics().connectionsOpen == 1);
+    DecodedPacket welcome;
+    REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), welcome) == DecodeStatus::Ok);
+    CHECK(welcome.header.type == PacketType::Welcome);
+    CHECK(welcome.header.destination == 0x1234);
+    CHECK(welcome.header.source != 0);
+    lastReply.clear();
+    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    CHECK(server.Statistics().connectionsOpen == 1);
+    REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), welcome) == DecodeStatus::Ok);
+    CHECK(welcome.header.type == PacketType::Welcome);
+  }
+}
+
+TEST_CASE("a client that cannot reach a server times out after the handshake timeout",
+          "[rudp][sim][handshake]") {
+  SimulatedNetwork network(5);
+  rudp::EndpointOptions options;
+  options.handshakeTimeout = 5'000;
+  SimulatedHost& client = network.AddHost(9001, options);
+  const Udp::endpoint nowhere(boost::asio::ip::make_address_v4("10.0.0.1"), 9999);
+  boost::system::error_code result;
+  bool done = false;
+  const Microseconds start = network.Now();
+  client.Connect(nowhere, [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+    result = ec;
+    done = true;
+    CHECK(c == nullptr);
+  });
+  REQUIRE(network.RunFor(60 * kSecond, [&] { return done; }));
+  CHECK(result == Error::TimedOut);
+  CHECK(network.Now() - start >= 5 * kSecond);
+  CHECK(network.Now() - start <= 5 * kSecond + 2000);
+  CHECK(client.Statistics().connectionsOpen == 0);
+}
+
+TEST_CASE("when the link fails one way both sides time out within the idle timeout plus one PTO",
+          "[rudp][sim][liveness]") {
+  const bool serverToClientFails = GENERATE(true, false);
+  CAPTURE(serverToClientFails);
+  SimulatedNetwork network(13);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  // Some traffic first, so both sides have RTT samples.
+  auto stream = std::make_shared<MessageStream>(pair.clientSide, pair.serverSide, 20);
+  stream->Start();
+  REQUIRE(network.RunFor(30 * kSecond, [&] { return stream->Done(); }));
+
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  const auto& from = serverToClientFails ? pair.server.Address() : pair.client.Address();
+  const auto& to = serverToClientFails ? pair.client.Address() : pair.server.Address();
+  network.Link(from, to).down = true;
+  const Microseconds failedAt = network.Now();
+  Microseconds clientEnded = 0, serverEnded = 0;
+  network.RunFor(120 * kSecond, [&] {
+    if (clientWatch.ended && clientEnded == 0) clientEnded = network.Now();
+    if (serverWatch.ended && serverEnded == 0) serverEnded = network.Now();
+    return clientWatch.ended && serverWatch.ended;
+  });
+  REQUIRE(clientWatch.ended);
+  REQUIRE(serverWatch.ended);
+  CHECK(clientWatch.reason == Error::TimedOut);
+  CHECK(serverWatch.reason == Error::TimedOut);
+  // Idle timeout 30 s; the PTO here is 10 ms delay * 2 + margins: well under a second.
+  const Microseconds bound = 30 * kSecond + kSecond;
+  CHECK(clientEnded - failedAt <= bound);
+  CHECK(serverEnded - failedAt <= bound);
+  CHECK(pair.client.Statistics().connectionsOpen == 0);
+  CHECK(pair.server.Statistics().connectionsOpen == 0);
+}
+
+TEST_CASE("a graceful close delivers everything sent before it", "[rudp][sim][close]") {
+  SimulatedNetwork network(17);
+  LinkProfile link;
+  link.loss = 0.05;
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions client;
+  client.handshakeTimeout = 60'000;
+  ConnectedPair pair(network, client);
+  REQUIRE(pair.connected);
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  auto stream = std::make_shared<MessageStream>(
+      pair.clientSide, pair.serverSide, 100, [](std::uint64_t i) { return PatternSize(i); },
+      100);  // every send queued before Close
+  stream->Start();
+  pair.clientSide->Close();
+  REQUIRE(network.RunFor(300 * kSecond,
+                         [&] { return stream->Done() && clientWatch.ended && serverWatch.ended; }));
+  CHECK(stream->Error() == "");
+  CHECK(stream->Received() == 100);
+  CHECK(clientWatch.reason == Error::ClosedLocally);
+  CHECK(serverWatch.reason == Error::ClosedByPeer);
+
+  // After the close, operations fail with the reason; nothing is left behind.
+  boost::system::error_code sendResult;
+  std::vector<std::uint8_t> one(1);
+  pair.clientSide->AsyncSend(boost::asio::buffer(one),
+                             [&](boost::system::error_code ec) { sendResult = ec; });
+  network.RunFor(kSecond);
+  CHECK(sendResult == Error::ClosedLocally);
+  network.RunFor(10 * kSecond);
+  CHECK(pair.client.Statistics().connectionsOpen == 0);
+  CHECK(pair.server.Statistics().connectionsOpen == 0);
+}
+
+TEST_CASE("an abort ends both sides at once", "[rudp][sim][close]") {
+  SimulatedNetwork network(19);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  std::vector<std::uint8_t> incoming;
+  boost::system::error_code receiveResult;
+  pair.serverSide->AsyncReceive(incoming,
+                                [&](boost::system::error_code ec) { receiveResult = ec; });
+  pair.clientSide->Abort();
+  REQUIRE(network.RunFor(kSecond, [&] { return clientWatch.ended && serverWatch.ended; }));
+  CHECK(clientWatch.reason == Error::Aborted);
+  CHECK(serverWatch.reason == Error::AbortedByPeer);
+  CHECK(receiveResult == Error::AbortedByPeer);
+}
+
+TEST_CASE("a slow reader stalls its sender and loses nothing", "[rudp][sim][flow]") {
+  SimulatedNetwork network(23);
+  rudp::EndpointOptions small;
+  small.maxMessageSize = 16 * 1024;
+  small.receiveWindow = 64 * 1024;
+  small.sendBufferSize = 64 * 1024;
+  rudp::EndpointOptions server = small;
+  server.acceptIncoming = true;
+  ConnectedPair pair(network, small, server);
+  REQUIRE(pair.connected);
+
+  // 200 messages of 8 KB = 1.6 MB against 64 KB of window and 64 KB of send buffer.
+  std::vector<std::vector<std::uint8_t>> messages;
+  for (std::uint64_t i = 0; i < 200; ++i) messages.push_back(PatternMessage(i, 8 * 1024));
+  std::size_t sendsDone = 0;
+  for (auto& message : messages) {
+    pair.clientSide->AsyncSend(boost::asio::buffer(message), [&](boost::system::error_code ec) {
+      CHECK(!ec);
+      ++sendsDone;
+    });
+  }
+  network.RunFor(10 * kSecond);
+  // Nothing read yet: the window (64 KB) and the send buffer (64 KB) hold about 16 messages.
+  CHECK(sendsDone >= 8);
+  CHECK(sendsDone <= 20);
+  CHECK(pair.clientSide->GetStatistics().flowControlStalls >= 1);
+  CHECK(pair.clientSide->GetStatistics().packetsLost == 0);
+
+  // Now read everything, slowly.
+  std::uint64_t received = 0;
+  std::string problem;
+  std::vector<std::uint8_t> incoming;
+  std::function<void()> readNext = [&] {
+    pair.serverSide->AsyncReceive(incoming, [&](boost::system::error_code ec) {
+      if (ec) {
+        problem = ec.message();
+        return;
+      }
+      const std::string error = CheckPattern(incoming, received, 8 * 1024);
+      if (!error.empty()) problem = error;
+      ++received;
+      if (received < messages.size()) readNext();
+    });
+  };
+  readNext();
+  REQUIRE(network.RunFor(300 * kSecond, [&] { return received == messages.size(); }));
+  CHECK(problem.empty());
+  CHECK(sendsDone == messages.size());
+}
+
+TEST_CASE("a steady stream re-arms the loss-detection timer without it firing",
+          "[rudp][sim][timers]") {
+  SimulatedNetwork network(29);
+  LinkProfile link;
+  link.delay = 5'000;
+  network.SetDefaultLink(link);
+  CountingTimerQueueMonitor clientMonitor;
+  rudp::EndpointOptions client;
+  client.timerMonitor = &clientMonitor;
+  ConnectedPair pair(network, client);
+  REQUIRE(pair.connected);
+  // 1,000 messages of 200 bytes, 100 per second: a steady stream of ACKs comes back.
+  std::uint64_t sent = 0, received = 0;
+  std::vector<std::uint8_t> payload(200, 0x42), incoming;
+  std::function<void()> receive = [&] {
+    pair.serverSide->AsyncReceive(incoming, [&](boost::system::error_code ec) {
+      if (!ec && ++received < 1000) receive();
+    });
+  };
+  receive();
+  for (; sent < 1000; ++sent) {
+    pair.clientSide->AsyncSend(boost::asio::buffer(payload), [](boost::system::error_code) {});
+    network.RunFor(10'000);
+  }
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return received == 1000; }));
+  const auto stats = pair.clientSide->GetStatistics();
+  const unsigned loss = static_cast<unsigned>(rudp::TimerKind::LossDetection);
+  INFO("loss-detection timer armed " << stats.timerArmed[loss] << " times");
+  CHECK(stats.timerArmed[loss] >= 1000);  // re-armed for every packet sent...
+  CHECK(stats.timerFired[loss] == 0);     // ...and cancelled by an ACK every time
+  CHECK(stats.probeTimeouts == 0);
+  CHECK(stats.spuriousRetransmits == 0);
+  CHECK(stats.packetsLost == 0);
+  CHECK(clientMonitor.Fired() <= 2);  // at most a delayed ACK at the very end
+}
+
+TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timers]") {
+  const auto kind = GENERATE(rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap);
+  SimulatedNetwork network(31);
+  CountingTimerQueueMonitor serverMonitor;
+  CountingTimerQueueMonitor clientMonitor;
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.timerMonitor = &serverMonitor;
+  serverOptions.timerQueue = kind;
+  rudp::EndpointOptions clientOptions;
+  clientOptions.timerMonitor = &clientMonitor;
+  clientOptions.timerQueue = kind;
+  SimulatedHost& server = network.AddHost(9000, serverOptions);
+  SimulatedHost& client = network.AddHost(9001, clientOptions);
+  std::vector<std::shared_ptr<Connection>> clients, servers;
+  std::function<void()> accept = [&] {
+    server.Accept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+      if (ec) return;
+      servers.push_back(std::move(c));
+      accept();
+    });
+  };
+  accept();
+  for (int i = 0; i < 1000; ++i) {
+    client.Connect(server.Address(),
+                   [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                     if (!ec) clients.push_back(std::move(c));
+                   });
+  }
+  REQUIRE(network.RunFor(30 * kSecond,
+                         [&] { return clients.size() == 1000 && servers.size() == 1000; }));
+  network.RunFor(kSecond);  // let the handshakes settle
+  const auto serverFiredBefore = serverMonitor.Fired();
+  const auto clientFiredBefore = clientMonitor.Fired();
+  auto keepalivesFired = [](const std::vector<std::shared_ptr<Connection>>& connections) {
+    std::uint64_t total = 0;
+    for (auto& c : connections) {
+      total += c->GetStatistics().timerFired[static_cast<unsigned>(rudp::TimerKind::Keepalive)];
+    }
+    return total;
+  };
+  const auto serverKeepalivesBefore = keepalivesFired(servers);
+  const auto clientKeepalivesBefore = keepalivesFired(clients);
+
+  network.RunFor(120 * kSecond);  // eight keepalive intervals, four idle timeouts
+
+  const auto serverFired = serverMonitor.Fired() - serverFiredBefore;
+  const auto clientFired = clientMonitor.Fired() - clientFiredBefore;
+  const auto serverKeepalives = keepalivesFired(servers) - serverKeepalivesBefore;
+  const auto clientKeepalives = keepalivesFired(clients) - clientKeepalivesBefore;
+  INFO("server fired " << serverFired << ", of which keepalive " << serverKeepalives);
+  INFO("client fired " << clientFired << ", of which keepalive " << clientKeepalives);
+  CHECK(serverFired == serverKeepalives);
+  CHECK(clientFired == clientKeepalives);
+  // Every connection kept alive, at about one PING per side per 15 s.
+  CHECK(server.Statistics().connectionsOpen == 1000);
+  CHECK(client.Statistics().connectionsOpen == 1000);
+  CHECK(serverKeepalives + clientKeepalives >= 1000 * 120 / 15);
+  CHECK(serverKeepalives + clientKeepalives <= 2 * 1000 * (120 / 15 + 1));
+}

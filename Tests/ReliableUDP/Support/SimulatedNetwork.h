@@ -1,0 +1,318 @@
+// A deterministic network and clock for ReliableUDP's sans-I/O endpoint: lossy links, virtual time.
+#pragma once
+
+#include <boost/asio/ip/udp.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "ReliableUDP/Connection.h"
+#include "ReliableUDP/Detail/EndpointCore.h"
+#include "TimerQueue/ITickProvider.h"
+#include "TimerQueue/TimerQueue.h"
+#include "TimerWheel/TimerWheel.h"
+
+namespace timerwheel::test {
+
+using Udp = boost::asio::ip::udp;
+using rudp::detail::Microseconds;
+
+// How one direction of a link treats datagrams. Decisions come from the network's seeded
+// generator, so a run is reproducible from its seed.
+struct LinkProfile {
+  double loss = 0;              // probability a datagram is dropped
+  double duplicate = 0;         // probability it is delivered twice
+  double reorder = 0;           // probability it is held back by 1-3 extra delays (overtaken)
+  double corrupt = 0;           // probability one byte is flipped (the CRC must catch it)
+  Microseconds delay = 10'000;  // one-way
+  Microseconds jitter = 0;      // uniform extra delay in [0, jitter]
+  bool down = false;            // drops everything
+};
+
+class SimulatedNetwork;
+
+// One endpoint on the simulated network: an EndpointCore with its own timer queue, whose clock
+// is the network's.
+class SimulatedHost final : public rudp::detail::IEndpointIo {
+ public:
+  using ConnectHandler =
+      std::function<void(boost::system::error_code, std::shared_ptr<rudp::Connection>)>;
+
+  SimulatedHost(SimulatedNetwork& network, Udp::endpoint address,
+                const rudp::EndpointOptions& options);
+  ~SimulatedHost();
+
+  const Udp::endpoint& Address() const noexcept { return m_address; }
+  rudp::detail::EndpointCore& Core() { return *m_core; }
+  IManageTimerQueue& Timers() { return *m_queue; }
+
+  void Connect(const Udp::endpoint& remote, ConnectHandler handler);
+  void Accept(ConnectHandler handler);
+  // Delivers a datagram as if it came from `from` (tests inject crafted packets with this).
+  void Deliver(const Udp::endpoint& from, const std::vector<std::uint8_t>& datagram);
+  rudp::EndpointStatistics Statistics();
+  void Shutdown();
+
+  // IEndpointIo
+  void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) override;
+  Microseconds Now() const override;
+  void Post(rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
+            boost::system::error_code error) override;
+
+ private:
+  class Ticks final : public ITickProvider {
+   public:
+    explicit Ticks(const SimulatedNetwork& network) : m_network(network) {}
+    timerwheel::Ticks GetTickCount() const override;
+
+   private:
+    const SimulatedNetwork& m_network;
+  };
+
+  SimulatedNetwork& m_network;
+  Udp::endpoint m_address;
+  Ticks m_ticks;
+  std::unique_ptr<IManageTimerQueue> m_queue;
+  std::shared_ptr<rudp::detail::EndpointCore> m_core;
+};
+
+class SimulatedNetwork {
+ public:
+  static constexpr Microseconds kStart = 1'000'000'000'123;  // odd, far from 0
+
+  explicit SimulatedNetwork(std::uint64_t seed) : m_random(seed) {}
+
+  Microseconds Now() const noexcept { return m_now; }
+
+  // Hosts live as long as the network; addresses are 10.0.0.N:port.
+  SimulatedHost& AddHost(unsigned short port, rudp::EndpointOptions options = {}) {
+    const Udp::endpoint address(boost::asio::ip::make_address_v4("10.0.0.1"), port);
+    m_hosts.push_back(
+        std::make_unique<SimulatedHost>(*this, address, rudp::ValidateOptions(options)));
+    return *m_hosts.back();
+  }
+
+  void SetDefaultLink(const LinkProfile& profile) { m_defaultLink = profile; }
+  void SetLink(const Udp::endpoint& from, const Udp::endpoint& to, const LinkProfile& profile) {
+    m_links[{from, to}] = profile;
+  }
+  LinkProfile& Link(const Udp::endpoint& from, const Udp::endpoint& to) {
+    auto found = m_links.find({from, to});
+    if (found == m_links.end())
+      found = m_links.emplace(std::make_pair(from, to), m_defaultLink).first;
+    return found->second;
+  }
+
+  // Runs the network (handlers, deliveries, timers, in time order) until `done()` or until
+  // virtual time passes `deadline`. Returns done().
+  bool RunUntil(const std::function<bool()>& done, Microseconds deadline) {
+    for (;;) {
+      RunPosted();
+      if (done()) return true;
+      Microseconds next = NextEvent();
+      if (next == kNever || next > deadline) {
+        if (m_now < deadline) m_now = deadline;
+        return done();
+      }
+      if (next > m_now) m_now = next;
+      DeliverDue();
+      for (auto& host : m_hosts) host->Timers().HandleTimeouts();
+    }
+  }
+  bool RunFor(
+      Microseconds duration, const std::function<bool()>& done = [] { return false; }) {
+    return RunUntil(done, m_now + duration);
+  }
+
+  // Counters over all links.
+  std::uint64_t Sent() const noexcept { return m_sent; }
+  std::uint64_t Dropped() const noexcept { return m_dropped; }
+  std::uint64_t Duplicated() const noexcept { return m_duplicated; }
+  std::uint64_t Corrupted() const noexcept { return m_corrupted; }
+  std::uint64_t Reordered() const noexcept { return m_reordered; }
+
+  // Sees every datagram sent, before the link decides its fate (tests capture replies with it).
+  std::function<void(const Udp::endpoint& from, const Udp::endpoint& to,
+                     const std::vector<std::uint8_t>& datagram)>
+      tap;
+
+  // --- for SimulatedHost ---
+  void Send(const Udp::endpoint& from, const Udp::endpoint& to, const std::uint8_t* data,
+            std::size_t size) {
+    ++m_sent;
+    if (tap) tap(from, to, std::vector<std::uint8_t>(data, data + size));
+    LinkProfile& link = Link(from, to);
+    if (link.down || Chance(link.loss)) {
+      ++m_dropped;
+      return;
+    }
+    const int copies = Chance(link.duplicate) ? 2 : 1;
+    if (copies == 2) ++m_duplicated;
+    for (int copy = 0; copy < copies; ++copy) {
+      InFlight datagram{m_now + link.delay, m_sequence++, from, to,
+                        std::vector<std::uint8_t>(data, data + size)};
+      if (link.jitter > 0) {
+        datagram.arrival += std::uniform_int_distribution<Microseconds>(0, link.jitter)(m_random);
+      }
+      if (Chance(link.reorder)) {
+        ++m_reordered;
+        datagram.arrival +=
+            link.delay * std::uniform_int_distribution<Microseconds>(1, 3)(m_random);
+      }
+      if (Chance(link.corrupt) && !datagram.bytes.empty()) {
+        ++m_corrupted;
+        const auto at = std::uniform_int_distribution<std::size_t>(0, size - 1)(m_random);
+        datagram.bytes[at] ^=
+            static_cast<std::uint8_t>(std::uniform_int_distribution<int>(1, 255)(m_random));
+      }
+      m_inFlight.push(std::move(datagram));
+    }
+  }
+  void Post(rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
+            boost::system::error_code error) {
+    m_posted.emplace_back(std::move(handler), error);
+  }
+  void RunPosted() {
+    // Handlers may post more; run until quiet. Index loop: the vector may grow meanwhile.
+    for (std::size_t i = 0; i < m_posted.size(); ++i) {
+      auto handler = std::move(m_posted[i].first);
+      const auto error = m_posted[i].second;
+      handler(error);
+    }
+    m_posted.clear();
+  }
+
+ private:
+  static constexpr Microseconds kNever = ~Microseconds{0};
+
+  struct InFlight {
+    Microseconds arrival;
+    std::uint64_t sequence;
+    Udp::endpoint from;
+    Udp::endpoint to;
+    std::vector<std::uint8_t> bytes;
+    bool operator>(const InFlight& other) const {
+      return arrival != other.arrival ? arrival > other.arrival : sequence > other.sequence;
+    }
+  };
+
+  bool Chance(double probability) {
+    return probability > 0 && std::uniform_real_distribution<double>(0, 1)(m_random) < probability;
+  }
+
+  Microseconds NextEvent() {
+    Microseconds next = m_inFlight.empty() ? kNever : m_inFlight.top().arrival;
+    for (auto& host : m_hosts) {
+      const Ticks expiry = host->Timers().GetNextExpiry();
+      if (expiry == IManageTimerQueue::kNoExpiry) continue;
+      const Microseconds at = expiry * 1000;  // 0 (due now) stays 0
+      if (at < next) next = at;
+    }
+    return next;
+  }
+
+  void DeliverDue() {
+    while (!m_inFlight.empty() && m_inFlight.top().arrival <= m_now) {
+      InFlight datagram = m_inFlight.top();
+      m_inFlight.pop();
+      for (auto& host : m_hosts) {
+        if (host->Address() == datagram.to) host->Deliver(datagram.from, datagram.bytes);
+      }
+    }
+  }
+
+  Microseconds m_now = kStart;
+  std::mt19937_64 m_random;
+  LinkProfile m_defaultLink;
+  std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkProfile> m_links;
+  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> m_inFlight;
+  std::uint64_t m_sequence = 0;
+  std::vector<std::pair<rudp::detail::UniqueFunction<void(boost::system::error_code)>,
+                        boost::system::error_code>>
+      m_posted;
+  std::vector<std::unique_ptr<SimulatedHost>> m_hosts;
+  std::uint64_t m_sent = 0, m_dropped = 0, m_duplicated = 0, m_corrupted = 0, m_reordered = 0;
+};
+
+// --- SimulatedHost -------------------------------------------------------------------------------
+
+inline timerwheel::Ticks SimulatedHost::Ticks::GetTickCount() const {
+  return m_network.Now() / 1000;
+}
+
+inline SimulatedHost::SimulatedHost(SimulatedNetwork& network, Udp::endpoint address,
+                                    const rudp::EndpointOptions& options)
+    : m_network(network), m_address(address), m_ticks(network) {
+  Milliseconds granularity = 1;
+  if (options.timerQueue == rudp::TimerQueueKind::Wheel) {
+    TimerWheelOptions wheel;
+    wheel.maximumTimeout = std::max<Milliseconds>(60'000, 2 * options.idleTimeout);
+    wheel.granularity = options.timerGranularity;
+    wheel.monitor = options.timerMonitor;
+    granularity = options.timerGranularity;
+    m_queue = std::make_unique<TimerWheel>(wheel, m_ticks);
+  } else {
+    TimerQueueOptions heap;
+    heap.monitor = options.timerMonitor;
+    m_queue = std::make_unique<TimerQueue>(heap, m_ticks);
+  }
+  m_core = std::make_shared<rudp::detail::EndpointCore>(*this, *m_queue, granularity, options);
+}
+
+inline SimulatedHost::~SimulatedHost() { Shutdown(); }
+
+inline void SimulatedHost::Shutdown() {
+  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  m_core->ShutdownLocked();
+}
+
+inline void SimulatedHost::Connect(const Udp::endpoint& remote, ConnectHandler handler) {
+  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  m_core->ConnectLocked(remote, [core = m_core, handler = std::move(handler)](
+                                    boost::system::error_code error,
+                                    std::shared_ptr<rudp::detail::ConnectionState> state) {
+    handler(error, state ? std::make_shared<rudp::Connection>(core, std::move(state)) : nullptr);
+  });
+}
+
+inline void SimulatedHost::Accept(ConnectHandler handler) {
+  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  m_core->AcceptLocked([core = m_core, handler = std::move(handler)](
+                           boost::system::error_code error,
+                           std::shared_ptr<rudp::detail::ConnectionState> state) {
+    handler(error, state ? std::make_shared<rudp::Connection>(core, std::move(state)) : nullptr);
+  });
+}
+
+inline void SimulatedHost::Deliver(const Udp::endpoint& from,
+                                   const std::vector<std::uint8_t>& datagram) {
+  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  m_core->OnDatagramLocked(from, datagram.data(), datagram.size());
+}
+
+inline rudp::EndpointStatistics SimulatedHost::Statistics() {
+  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  return m_core->StatisticsLocked();
+}
+
+inline void SimulatedHost::SendDatagram(const Udp::endpoint& to, const std::uint8_t* data,
+                                        std::size_t size) {
+  m_network.Send(m_address, to, data, size);
+}
+
+inline Microseconds SimulatedHost::Now() const { return m_network.Now(); }
+
+inline void SimulatedHost::Post(
+    rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
+    boost::system::error_code error) {
+  m_network.Post(std::move(handler), error);
+}
+
+}  // namespace timerwheel::test

@@ -1,11 +1,12 @@
 # Install and export rules: find_package(TimerWheel) from an install tree gives
-# TimerWheel::TimerQueue, TimerWheel::AsioTimerQueue, TimerWheel::TimerWheel
-# (and later TimerWheel::ReliableUDP): whichever of them this build has.
+# TimerWheel::TimerQueue, TimerWheel::AsioTimerQueue, TimerWheel::TimerWheel and
+# TimerWheel::ReliableUDP: whichever of them this build has.
 #
 # Layout:
 #   <libdir>/                             the libraries
 #   <includedir>/timerwheel/TimerQueue/   every *.h of TimerQueue/ (Detail/ too)
 #   <includedir>/timerwheel/TimerWheel/   every *.h of TimerWheel/
+#   <includedir>/timerwheel/ReliableUDP/  every *.h of ReliableUDP/ (Detail/ too)
 #   <libdir>/cmake/TimerWheel/            config, version and targets files
 include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
@@ -49,6 +50,8 @@ endforeach()
 # Which dependencies the exported targets (and, for static libraries, their
 # $<LINK_ONLY:...> private dependencies) refer to, so that the config file asks
 # a consumer's build for exactly those.
+# ReliableUDP needs Boost only through TimerWheel::AsioTimerQueue, which is
+# installed with it, so the Boost::headers test below covers it too.
 set(TIMERWHEEL_CONFIG_NEEDS_THREADS FALSE)
 set(TIMERWHEEL_CONFIG_NEEDS_BOOST FALSE)
 foreach(_target IN LISTS _timerwheel_targets)

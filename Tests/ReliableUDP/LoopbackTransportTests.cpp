@@ -278,3 +278,28 @@ TEST_CASE("an endpoint closed under live connections ends them with EndpointClos
   REQUIRE(sendResult.wait_for(kGenerous) == std::future_status::ready);
   CHECK(sendResult.get() == rudp::Error::EndpointClosed);
 }
+
+TEST_CASE("a vanished peer's port-unreachable errors do not stop the server socket",
+          "[rudp][loopback]") {
+  IoThreads io(1);
+  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
+  auto vanishing = std::make_unique<Endpoint>(io.Io(), kAnyLoopback);
+  auto [goneSide, serverSide] = ConnectPair(*vanishing, server);
+  goneSide.reset();
+  vanishing.reset();  // its port closes without a word to the server
+
+  // The server keeps sending to the closed port (ICMP port unreachable comes back; on Windows
+  // that would surface as connection_reset on the server's next receive).
+  std::vector<std::uint8_t> message(100, 0x11);
+  for (int i = 0; i < 20; ++i) {
+    serverSide->AsyncSend(boost::asio::buffer(message), [](boost::system::error_code) {});
+  }
+
+  // A new client still gets in and is served.
+  Endpoint client(io.Io(), kAnyLoopback);
+  auto [clientSide, newServerSide] = ConnectPair(client, server);
+  auto stream = std::make_shared<MessageStream>(clientSide, newServerSide, 50);
+  RunStream(stream);
+  CHECK(stream->Error() == "");
+  CHECK(stream->Received() == 50);
+}

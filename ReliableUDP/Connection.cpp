@@ -15,6 +15,7 @@ Connection::Connection(std::shared_ptr<detail::EndpointCore> core,
 
 Connection::~Connection() {
   std::lock_guard<std::mutex> lock(m_core->Mutex());
+  m_state->AbandonReceives();  // their buffers may die with the caller's last handle
   if (!m_core->IsShutDownLocked()) {
     m_state->Close(m_core->Now());
     m_core->AfterCallLocked(*m_state);

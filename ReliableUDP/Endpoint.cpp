@@ -6,6 +6,7 @@
 // lock; its callbacks take the core's mutex (lock order: core, then driver).
 #include "ReliableUDP/Endpoint.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/post.hpp>
 #include <chrono>
@@ -153,6 +154,14 @@ class Endpoint::State final : public detail::IEndpointIo,
     if (m_queuedCount - m_queuedHead >= kMaxQueuedDatagrams) {
       ++stats.sendErrors;
       return;
+    }
+    if (m_queuedCount == m_queued.size() && m_queuedHead > 0) {
+      // Reuse the slots already sent: move the waiting ones to the front. The one being sent
+      // keeps its byte buffer (vectors are swapped, not copied), so its send is unaffected.
+      std::rotate(m_queued.begin(), m_queued.begin() + static_cast<std::ptrdiff_t>(m_queuedHead),
+                  m_queued.end());
+      m_queuedCount -= m_queuedHead;
+      m_queuedHead = 0;
     }
     if (m_queuedCount == m_queued.size()) m_queued.emplace_back();
     QueuedDatagram& queued = m_queued[m_queuedCount++];

@@ -20,7 +20,7 @@ class ChunkPool {
   ChunkPool& operator=(const ChunkPool&) = delete;
   ~ChunkPool();  // every chunk must have been released
 
-  std::uint8_t* Acquire();             // kChunkSize bytes, contents unspecified
+  std::uint8_t* Acquire();  // kChunkSize bytes, contents unspecified
   void Release(std::uint8_t* chunk) noexcept;
 
   std::size_t ChunksInUse() const noexcept { return m_inUse; }

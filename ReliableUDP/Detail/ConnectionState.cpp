@@ -2,6 +2,7 @@
 #include "ReliableUDP/Detail/ConnectionState.h"
 
 #include <algorithm>
+#include <boost/asio/error.hpp>
 #include <utility>
 
 #include "ReliableUDP/Error.h"
@@ -249,11 +250,19 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
     switch (frame.type) {
       case FrameType::Ack:
+        if (!m_peerAckedAnything || frame.ack.largest > m_peerLargestAcked) {
+          // The peer got a packet newer than any it acknowledged before (ACK-only ones count):
+          // both directions work.
+          m_peerAckedAnything = true;
+          m_peerLargestAcked = frame.ack.largest;
+          m_progress = true;
+        }
         if (m_phase != Phase::Draining &&
             m_loss.OnAckReceived(frame.ack, now, *this) != LossRecovery::AckResult::Ok) {
           ProtocolViolation();
           return;
         }
+        if (m_phase == Phase::Closed) return;
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -263,11 +272,17 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
         break;
       case FrameType::Close:
         if (frame.closeCode == CloseCode::Graceful) {
-          // Everything the peer sent was acknowledged before it closed (it waits for that), so
-          // whatever the application has not read yet is all in the receive buffer.
-          const bool ourCloseWasSent = m_phase == Phase::Closing && m_closeInFlight;
+          // The peer sends CLOSE only once all it sent is acknowledged: what the application has
+          // not read yet is all in the receive buffer. Our side now closes too, after sending
+          // what it was already asked to send.
           m_acks.RequestImmediateAck();
-          BeginDraining(Code(ourCloseWasSent ? Error::ClosedLocally : Error::ClosedByPeer), now);
+          if (m_phase == Phase::Draining) break;
+          m_peerClosed = true;
+          if (!m_closeRequested) {
+            m_closeRequested = true;
+            m_closeReason = Code(Error::ClosedByPeer);
+            m_phase = Phase::Closing;
+          }
         } else {
           Terminate(Code(frame.closeCode == CloseCode::Aborted ? Error::AbortedByPeer
                                                                : Error::ProtocolError));
@@ -280,13 +295,13 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
   }
 
   if (m_progress && m_phase != Phase::Draining) RestartIdleTimer(now);
-  if (m_closeAcked && m_phase == Phase::Closing) {
-    Terminate(Code(Error::ClosedLocally));
-    return;
-  }
   PumpSends();
   MaybeQueueClose();
-  PumpReceives();
+  if (m_phase == Phase::Closing && m_closeAcked && m_peerClosed) {
+    BeginDraining(m_closeReason, now);  // both CLOSEs are through
+  } else {
+    PumpReceives();
+  }
   if (m_phase == Phase::Closed) return;  // a protocol error while reading messages
   Flush(now);
 }
@@ -317,7 +332,11 @@ void ConnectionState::ProtocolViolation() {
 // --- Timers ------------------------------------------------------------------------------------
 
 void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
-  m_armedMs[Index(kind)] = 0;
+  auto& armed = m_armedMs[Index(kind)];
+  // An expiry detached for dispatch before the timer was cancelled or re-armed (another thread
+  // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
+  if (armed == 0 || now / 1000 + 1 < armed) return;
+  armed = 0;
   ++m_stats.timerFired[Index(kind)];
   switch (kind) {
     case TimerKind::LossDetection:
@@ -338,6 +357,7 @@ void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
       break;
     case TimerKind::Keepalive:
       if (m_phase == Phase::Established || m_phase == Phase::Closing) {
+        ReleaseIdleMemory();  // nothing was sent for a keepalive interval: a quiet moment
         m_pingPending = true;
         Flush(now);
       }
@@ -373,7 +393,7 @@ void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microsecon
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[Index(kind)];
-  if (armed == key) return;  // same millisecond: re-arming would change nothing
+  if (armed == key || m_timers[Index(kind)].IsNull()) return;  // same millisecond, or closed
   m_context.timers.SetTimer(m_timers[Index(kind)], m_context.timerSink, timeout,
                             m_userDataBase | Index(kind));
   armed = key;
@@ -382,7 +402,7 @@ void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microsecon
 
 void ConnectionState::CancelTimer(TimerKind kind) {
   auto& armed = m_armedMs[Index(kind)];
-  if (armed == 0) return;
+  if (armed == 0 || m_timers[Index(kind)].IsNull()) return;
   m_context.timers.CancelTimer(m_timers[Index(kind)]);
   armed = 0;
 }
@@ -563,7 +583,7 @@ void ConnectionState::Complete(UniqueFunction<void(boost::system::error_code)>& 
 void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
                            Microseconds now) {
   if (m_endReason || m_closeRequested) {
-    Complete(handler, m_endReason ? m_endReason : Code(Error::ClosedLocally));
+    Complete(handler, m_endReason ? m_endReason : m_closeReason);
     return;
   }
   if (size > m_context.options.maxMessageSize || size > m_peerMaxMessageSize) {
@@ -599,12 +619,18 @@ void ConnectionState::PumpSends() {
 
 void ConnectionState::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
                               Microseconds now) {
+  m_receivesAbandoned = false;
   m_pendingReceives.push_back(PendingReceive{&message, std::move(handler)});
   PumpReceives();
   if (m_maxDataPending) Flush(now);
 }
 
 void ConnectionState::PumpReceives() {
+  if (m_receivesAbandoned) {
+    // Nobody can read these any more; consuming them keeps the peer's window open.
+    while (m_receiveBuffer.ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
+    }
+  }
   const bool deliverBuffered = !m_endReason || m_endReason == Code(Error::ClosedByPeer) ||
                                m_endReason == Code(Error::ClosedLocally);
   while (m_receivesHead < m_pendingReceives.size()) {
@@ -623,12 +649,13 @@ void ConnectionState::PumpReceives() {
     }
     if (result == ReceiveBuffer::ReadResult::Message) {
       ++m_stats.messagesReceived;
-    } else if (!m_endReason) {
-      break;
+    } else if (!m_endReason && !m_peerClosed) {
+      break;  // more may come
     }
     Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message
                                   ? boost::system::error_code{}
-                                  : m_endReason);
+                              : m_endReason ? m_endReason
+                                            : m_closeReason);
     ++m_receivesHead;
   }
   if (m_receivesHead == m_pendingReceives.size()) {
@@ -640,11 +667,43 @@ void ConnectionState::PumpReceives() {
 
 void ConnectionState::MaybeUpdateMaxData() {
   if (m_phase != Phase::Established && m_phase != Phase::Closing) return;
-  // Advertise again once the application has read a quarter of the window: often enough that
-  // a sender is never stalled by a stale limit, rarely enough to cost nothing.
-  if (m_receiveBuffer.Limit() - m_advertisedMaxData >= m_context.options.receiveWindow / 4) {
+  const std::uint64_t limit = m_receiveBuffer.Limit();
+  if (limit <= m_advertisedMaxData) return;
+  // Advertise again once the application has read a quarter of the window (often enough that a
+  // streaming sender is never stalled by a stale limit, rarely enough to cost nothing), or at
+  // once when the peer has reached the advertised limit: it may be in the middle of a message
+  // we can only deliver, and so free room for, once the rest of it arrives.
+  const bool peerAtLimit =
+      m_receiveBuffer.HighestReceived() + m_sendDatagramSize >= m_advertisedMaxData;
+  if (limit - m_advertisedMaxData >= m_context.options.receiveWindow / 4 || peerAtLimit) {
     m_maxDataPending = true;
   }
+}
+
+void ConnectionState::AbandonReceives() {
+  for (std::size_t i = m_receivesHead; i < m_pendingReceives.size(); ++i) {
+    Complete(m_pendingReceives[i].handler, boost::asio::error::operation_aborted);
+  }
+  m_pendingReceives.clear();
+  m_receivesHead = 0;
+  m_receivesAbandoned = true;
+}
+
+void ConnectionState::ReleaseIdleMemory() {
+  // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
+  // connection quiet for a keepalive interval gives back what it no longer uses.
+  if (m_sendsHead == m_pendingSends.size()) {
+    m_pendingSends.clear();
+    m_pendingSends.shrink_to_fit();
+    m_sendsHead = 0;
+  }
+  if (m_receivesHead == m_pendingReceives.size()) {
+    m_pendingReceives.clear();
+    m_pendingReceives.shrink_to_fit();
+    m_receivesHead = 0;
+  }
+  m_sendBuffer.ReleaseIdleMemory();
+  m_receiveBuffer.ReleaseIdleMemory();
 }
 
 void ConnectionState::WaitClosed(CloseHandler handler) {
@@ -658,8 +717,9 @@ void ConnectionState::WaitClosed(CloseHandler handler) {
 void ConnectionState::Close(Microseconds now) {
   if (m_closeRequested || m_endReason || m_phase == Phase::Closed) return;
   m_closeRequested = true;
+  m_closeReason = Code(Error::ClosedLocally);
   if (m_phase == Phase::Connecting) {
-    Terminate(Code(Error::ClosedLocally));
+    Terminate(m_closeReason);
     return;
   }
   m_phase = Phase::Closing;

@@ -70,6 +70,9 @@ class ConnectionState final : private IPacketFate {
   void Send(const std::uint8_t* data, std::size_t size, SendHandler handler, Microseconds now);
   void Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler, Microseconds now);
   void WaitClosed(CloseHandler handler);
+  // The application dropped its last handle: pending receives complete with operation_aborted
+  // (their buffers may be gone) and later messages are discarded.
+  void AbandonReceives();
   void Close(Microseconds now);  // graceful
   void Abort(Microseconds now);
   // The endpoint is going away: end with `reason`, send nothing more, destroy the timers.
@@ -138,6 +141,7 @@ class ConnectionState final : private IPacketFate {
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   void RestartKeepaliveTimer(Microseconds now);
+  void ReleaseIdleMemory();
   void UpdateLossTimer(Microseconds now);
   void UpdateAckTimer(Microseconds now);
   Microseconds IdleTimeout() const;
@@ -168,10 +172,14 @@ class ConnectionState final : private IPacketFate {
   unsigned m_probesToSend = 0;
   bool m_pingPending = false;
   bool m_maxDataPending = false;
-  bool m_closePending = false;  // a CLOSE frame must be (re)sent
+  // Graceful close is two-way, like TCP's FIN: each side sends CLOSE once every byte it was
+  // asked to send is acknowledged, and the connection ends when both CLOSEs are through.
+  bool m_closeRequested = false;  // Close() was called, or the peer's CLOSE arrived
+  bool m_peerClosed = false;      // the peer's CLOSE arrived: it will send nothing more
+  bool m_closePending = false;    // our CLOSE must be (re)sent
   bool m_closeInFlight = false;
-  bool m_closeRequested = false;
   bool m_closeAcked = false;
+  boost::system::error_code m_closeReason;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
   std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
@@ -182,9 +190,13 @@ class ConnectionState final : private IPacketFate {
   std::uint64_t m_advertisedMaxData = 0;
   std::vector<PendingReceive> m_pendingReceives;  // FIFO from m_receivesHead
   std::size_t m_receivesHead = 0;
+  bool m_receivesAbandoned = false;
   std::vector<CloseHandler> m_closeWaiters;
   unsigned m_violations = 0;
-  bool m_progress = false;  // set by OnPacketAcked while handling one packet
+  // Liveness: the peer acknowledged a packet newer than any before (its ACK frames' largest).
+  bool m_progress = false;
+  PacketNumber m_peerLargestAcked = 0;
+  bool m_peerAckedAnything = false;
 
   // Timers.
   std::array<TimerHandle, kTimerKindCount> m_timers{};

@@ -72,6 +72,7 @@ struct EndpointContext {
   // every idle connection 2.4 KB.
   std::vector<std::uint8_t> datagram;       // one outgoing datagram being built
   std::vector<std::uint8_t> streamScratch;  // stream bytes on their way into it
+  std::vector<std::uint8_t> discarded;      // messages nobody will read (handle dropped)
 };
 
 }  // namespace timerwheel::rudp::detail

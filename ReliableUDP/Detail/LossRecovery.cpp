@@ -16,7 +16,7 @@ constexpr Microseconds kLostRecordKeepPtos = 3;
 // Beyond this many records, the oldest Lost ones are forgotten even if still young.
 constexpr std::size_t kMaxRecords = std::size_t{1} << 16;
 // Small: every connection, idle ones included, has a ring (keepalive PINGs are recorded).
-constexpr std::size_t kInitialRingCapacity = 8;
+constexpr std::size_t kInitialRingCapacity = 4;
 
 // RFC 9002 7.7: the pacer sends at 1.25 times cwnd per RTT so that it does not itself limit
 // throughput; the burst covers 4 ms so a 1 ms-granularity timer can keep up.
@@ -120,6 +120,12 @@ void LossRecovery::AdvanceHints() noexcept {
 
 void LossRecovery::OnPacketSent(const SentPacket& packet) {
   assert(packet.packetNumber >= m_nextPacketNumber);
+  if (!packet.ackEliciting) {
+    // RFC 9002 leaves ACK-only packets out of loss detection. Not recording them also bounds
+    // the ring against a peer that sends PINGs but never acknowledges anything.
+    m_nextPacketNumber = packet.packetNumber + 1;
+    return;
+  }
   if (packet.inFlight) {
     RefillPacer(packet.timeSent);
     m_pacingTokens -= static_cast<double>(packet.size);

@@ -83,6 +83,7 @@ class LossRecovery {
   void SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept;
 
   // Packet numbers passed here strictly increase. Consumes pacing tokens for in-flight packets.
+  // Packets that are not ack-eliciting only advance the packet number: they are not tracked.
   void OnPacketSent(const SentPacket& packet);
 
   enum class AckResult {

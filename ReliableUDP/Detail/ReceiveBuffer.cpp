@@ -140,4 +140,10 @@ ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& 
   return ReadResult::Message;
 }
 
+void ReceiveBuffer::ReleaseIdleMemory() {
+  if (m_consumed != m_contiguousEnd || !m_outOfOrder.Empty() || !m_chunks.empty()) return;
+  m_chunks.shrink_to_fit();
+  m_outOfOrder.ShrinkToFit();
+}
+
 }  // namespace timerwheel::rudp::detail

@@ -30,9 +30,9 @@ class ReceiveBuffer {
   ReceiveBuffer& operator=(const ReceiveBuffer&) = delete;
 
   enum class InsertResult {
-    Ok,               // stored (possibly nothing new: a duplicate)
-    BeyondWindow,     // some byte at or above Limit(): the peer broke flow control (protocol error)
-    TooFragmented,    // would exceed maxOutOfOrderRanges: dropped, the peer will resend
+    Ok,             // stored (possibly nothing new: a duplicate)
+    BeyondWindow,   // some byte at or above Limit(): the peer broke flow control (protocol error)
+    TooFragmented,  // would exceed maxOutOfOrderRanges: dropped, the peer will resend
   };
   InsertResult Insert(std::uint64_t offset, const std::uint8_t* data, std::size_t size);
 
@@ -49,12 +49,16 @@ class ReceiveBuffer {
   std::uint64_t Limit() const noexcept { return m_consumed + m_window; }
   std::uint64_t HighestReceived() const noexcept { return m_highest; }  // exclusive end
 
+  // When everything received was consumed: gives back the bookkeeping's high-water capacity.
+  void ReleaseIdleMemory();
+
  private:
   ChunkPool& m_pool;
   std::size_t m_window;
   std::size_t m_maxMessageSize;
   std::size_t m_maxOutOfOrderRanges;
-  // null where nothing was received yet. A vector, not std::deque: libstdc++ allocates ~600 B for an empty deque.
+  // null where nothing was received yet. A vector, not std::deque: libstdc++ allocates ~600 B for
+  // an empty deque.
   std::vector<std::uint8_t*> m_chunks;
   std::uint64_t m_chunkBase = 0;
   std::uint64_t m_consumed = 0;

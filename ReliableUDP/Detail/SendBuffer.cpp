@@ -152,4 +152,11 @@ bool SendBuffer::QueueOldestForProbe(std::size_t maxSize) {
   return true;
 }
 
+void SendBuffer::ReleaseIdleMemory() {
+  if (m_ackedPrefix != m_end || !m_chunks.empty()) return;
+  m_chunks.shrink_to_fit();
+  m_acked.ShrinkToFit();
+  m_lost.ShrinkToFit();
+}
+
 }  // namespace timerwheel::rudp::detail

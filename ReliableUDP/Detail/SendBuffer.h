@@ -63,12 +63,16 @@ class SendBuffer {
   bool AllAcked() const noexcept { return m_ackedPrefix == m_end; }
   bool HasRetransmissions() const noexcept { return !m_lost.Empty(); }
 
+  // When everything is acknowledged: gives back the bookkeeping's high-water capacity.
+  void ReleaseIdleMemory();
+
  private:
   ChunkPool& m_pool;
   std::size_t m_capacity;
-  // m_chunks[0] holds offset m_chunkBase. A vector, not std::deque: libstdc++ allocates ~600 B for an empty deque.
+  // m_chunks[0] holds offset m_chunkBase. A vector, not std::deque: libstdc++ allocates ~600 B for
+  // an empty deque.
   std::vector<std::uint8_t*> m_chunks;
-  std::uint64_t m_chunkBase = 0;       // multiple of ChunkPool::kChunkSize
+  std::uint64_t m_chunkBase = 0;  // multiple of ChunkPool::kChunkSize
   std::uint64_t m_ackedPrefix = 0;
   std::uint64_t m_nextNew = 0;
   std::uint64_t m_end = 0;

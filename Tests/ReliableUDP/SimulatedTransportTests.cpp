@@ -508,3 +508,131 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
   CHECK(serverKeepalives + clientKeepalives >= 1000 * 120 / 15);
   CHECK(serverKeepalives + clientKeepalives <= 2 * 1000 * (120 / 15 + 1));
 }
+
+TEST_CASE("closes that cross deliver everything both sides sent", "[rudp][sim][close]") {
+  // Regression: a CLOSE arriving while this side still had data in flight used to discard it.
+  const bool bothClose = GENERATE(true, false);
+  CAPTURE(bothClose);
+  SimulatedNetwork network(37);
+  LinkProfile link;
+  link.loss = 0.05;
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions client;
+  client.handshakeTimeout = 60'000;
+  ConnectedPair pair(network, client);
+  REQUIRE(pair.connected);
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  auto up = std::make_shared<MessageStream>(
+      pair.clientSide, pair.serverSide, 20, [](std::uint64_t) { return 60'000; }, 20);
+  auto down = std::make_shared<MessageStream>(
+      pair.serverSide, pair.clientSide, 20, [](std::uint64_t) { return 30'000; }, 20);
+  up->Start();
+  down->Start();
+  pair.serverSide->Close();  // at once: the client's 1.2 MB are still on their way
+  if (bothClose) pair.clientSide->Close();
+  REQUIRE(network.RunFor(600 * kSecond, [&] {
+    return up->Done() && down->Done() && clientWatch.ended && serverWatch.ended;
+  }));
+  CHECK(up->Error() == "");
+  CHECK(down->Error() == "");
+  CHECK(serverWatch.reason == Error::ClosedLocally);
+  CHECK(clientWatch.reason == (bothClose ? Error::ClosedLocally : Error::ClosedByPeer));
+}
+
+TEST_CASE("a message nearly as large as the window still gets through after a small one",
+          "[rudp][sim][flow]") {
+  // Regression: the window used to be re-advertised only after a quarter of it was read, so a
+  // message needing more than the rest of the first advertisement stalled for ever.
+  SimulatedNetwork network(41);
+  rudp::EndpointOptions options;
+  options.maxMessageSize = 64 * 1024;
+  options.receiveWindow = 64 * 1024 + 64;
+  rudp::EndpointOptions server = options;
+  server.acceptIncoming = true;
+  ConnectedPair pair(network, options, server);
+  REQUIRE(pair.connected);
+  const std::vector<std::size_t> sizes = {100, 64 * 1024, 64 * 1024, 5000, 64 * 1024};
+  auto stream = std::make_shared<MessageStream>(
+      pair.clientSide, pair.serverSide, sizes.size(), [&](std::uint64_t i) { return sizes[i]; }, 1);
+  stream->Start();
+  REQUIRE(network.RunFor(60 * kSecond, [&] { return stream->Done(); }));
+  CHECK(stream->Error() == "");
+}
+
+TEST_CASE("dropping the last handle completes pending receives with operation_aborted",
+          "[rudp][sim][close]") {
+  SimulatedNetwork network(43);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  auto buffer = std::make_unique<std::vector<std::uint8_t>>();
+  boost::system::error_code result;
+  bool completed = false;
+  pair.serverSide->AsyncReceive(*buffer, [&](boost::system::error_code ec) {
+    result = ec;
+    completed = true;
+  });
+  pair.serverSide.reset();
+  buffer.reset();  // the caller's buffer is gone: nothing may write into it
+  std::vector<std::uint8_t> message(5000, 0x33);
+  pair.clientSide->AsyncSend(boost::asio::buffer(message), [](boost::system::error_code) {});
+  CloseWatch clientWatch(*pair.clientSide);
+  REQUIRE(network.RunFor(60 * kSecond, [&] { return completed && clientWatch.ended; }));
+  CHECK(result == boost::asio::error::operation_aborted);
+  CHECK(clientWatch.reason == Error::ClosedByPeer);  // the dropped handle closed gracefully
+}
+
+TEST_CASE("a packet that acknowledges, overflows the message size and closes is handled",
+          "[rudp][sim][hostile]") {
+  // Regression: this sequence used to arm a timer of a connection that had just ended, and the
+  // exception escaped from the receive path.
+  using namespace rudp::detail;
+  SimulatedNetwork network(47);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  ConnectionId serverId = 0;
+  PacketNumber serverLargest = 0;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint& to,
+                    const std::vector<std::uint8_t>& datagram) {
+    DecodedPacket packet;
+    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
+    if (from == pair.client.Address() && to == pair.server.Address() &&
+        packet.header.type == PacketType::Data) {
+      serverId = packet.header.destination;
+    }
+    if (from == pair.server.Address() && packet.header.type == PacketType::Data) {
+      serverLargest = std::max(serverLargest, packet.header.packetNumber);
+    }
+  };
+  std::vector<std::uint8_t> ping(1, 1);
+  pair.clientSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+  pair.serverSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+  network.RunFor(kSecond);
+  REQUIRE(serverId != 0);
+
+  std::vector<std::uint8_t> incoming;
+  boost::system::error_code received;
+  bool done = false;
+  std::vector<std::uint8_t> first;
+  pair.serverSide->AsyncReceive(first, [](boost::system::error_code) {});
+  network.RunFor(kSecond);
+  pair.serverSide->AsyncReceive(incoming, [&](boost::system::error_code ec) {
+    received = ec;
+    done = true;
+  });
+
+  std::vector<std::uint8_t> datagram(1200);
+  PacketWriter writer(datagram.data(), datagram.size());
+  writer.BeginData(serverId, 1000);
+  const AckRange range{0, serverLargest};
+  REQUIRE(writer.AppendAck(&range, 1, 0));
+  const std::uint8_t hugePrefix[] = {0xBF, 0xFF, 0xFF, 0xFF};  // a 4-byte varint near 2^30
+  std::size_t written = 0;
+  REQUIRE(writer.AppendStream(2, hugePrefix, sizeof hugePrefix, &written));  // after "ping"
+  REQUIRE(writer.AppendClose(CloseCode::Graceful));
+  datagram.resize(writer.Finish());
+  REQUIRE_NOTHROW(pair.server.Deliver(pair.client.Address(), datagram));
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return done; }));
+  CHECK(received == Error::ProtocolError);
+  CHECK(pair.server.Statistics().connectionsOpen == 0);
+}

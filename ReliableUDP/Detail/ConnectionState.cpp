@@ -50,9 +50,7 @@ ConnectionState::ConnectionState(EndpointContext& context, Role role, Connection
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
       m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
-      m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {
-  for (auto& timer : m_timers) timer = m_context.timers.CreateTimer();
-}
+      m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
 ConnectionState::~ConnectionState() {
   // Terminate destroys the timers; this covers a connection dropped before it ever ran.
@@ -147,7 +145,7 @@ void ConnectionState::SendWelcome() {
 }
 
 void ConnectionState::EnterEstablished(const TransportParameters& peer, Microseconds now) {
-  m_peerParameters = peer;
+  m_peerIdleTimeoutMs = peer.idleTimeoutMs;
   m_sendDatagramSize = static_cast<std::size_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
   m_peerMaxMessageSize = peer.maxMessageSize;
@@ -242,6 +240,17 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
   // A PING alone is a keepalive or a probe: acknowledge it at once, so the sender's PTO is
   // cancelled by the ACK instead of firing, and no delayed-ACK timer runs on a quiet connection.
   if (ackEliciting && onlyPing) m_acks.RequestImmediateAck();
+  if (ackEliciting && (m_phase == Phase::Established || m_phase == Phase::Closing)) {
+    // The peer is talking to us: no need for a keepalive of our own, so on a quiet connection
+    // only one side's keepalive timer fires.
+    RestartKeepaliveTimer(now);
+    // But our liveness needs the peer to acknowledge something of ours, and an ACK-only reply is
+    // acknowledged only in the peer's next packet, a keepalive interval later. So a lone PING
+    // after a quiet spell is answered with ACK + PING, which the peer acknowledges at once. (A
+    // side that has just sent a PING does not answer one: no ping-pong.)
+    const Microseconds quiet = Microseconds{m_context.options.keepaliveInterval} * 1000 / 2;
+    if (onlyPing && now - m_lastAckElicitingSent > quiet) m_pingPending = true;
+  }
 
   // Pass 3: everything else.
   m_progress = false;
@@ -393,9 +402,10 @@ void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microsecon
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[Index(kind)];
-  if (armed == key || m_timers[Index(kind)].IsNull()) return;  // same millisecond, or closed
-  m_context.timers.SetTimer(m_timers[Index(kind)], m_context.timerSink, timeout,
-                            m_userDataBase | Index(kind));
+  if (armed == key || m_phase == Phase::Closed) return;  // same millisecond, or timers gone
+  TimerHandle& timer = m_timers[Index(kind)];
+  if (timer.IsNull()) timer = m_context.timers.CreateTimer();
+  m_context.timers.SetTimer(timer, m_context.timerSink, timeout, m_userDataBase | Index(kind));
   armed = key;
   ++m_stats.timerArmed[Index(kind)];
 }
@@ -409,8 +419,8 @@ void ConnectionState::CancelTimer(TimerKind kind) {
 
 Microseconds ConnectionState::IdleTimeout() const {
   Microseconds idle = Microseconds{m_context.options.idleTimeout} * 1000;
-  if (m_peerParameters.idleTimeoutMs > 0) {
-    idle = std::min(idle, Microseconds{m_peerParameters.idleTimeoutMs} * 1000);
+  if (m_peerIdleTimeoutMs > 0) {
+    idle = std::min(idle, Microseconds{m_peerIdleTimeoutMs} * 1000);
   }
   // RFC 9000 10.1: never shorter than three PTOs, so a few losses cannot end a connection.
   return std::max(idle, 3 * m_loss.ProbeTimeout());
@@ -422,8 +432,11 @@ void ConnectionState::RestartIdleTimer(Microseconds now) {
 }
 
 void ConnectionState::RestartKeepaliveTimer(Microseconds now) {
-  const Microseconds interval = std::min<Microseconds>(
+  Microseconds interval = std::min<Microseconds>(
       Microseconds{m_context.options.keepaliveInterval} * 1000, IdleTimeout() / 2);
+  // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
+  // connection alive, so the side with thousands of connections sends and fires almost none.
+  if (m_role == Role::Server) interval += interval / 2;
   ArmTimer(TimerKind::Keepalive, now + interval, now);
 }
 
@@ -557,7 +570,10 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
   m_loss.OnPacketSent(sent);
   ++m_stats.packetsSent;
   m_stats.bytesSent += size;
-  if (ackEliciting) RestartKeepaliveTimer(now);
+  if (ackEliciting) {
+    m_lastAckElicitingSent = now;
+    RestartKeepaliveTimer(now);
+  }
 }
 
 void ConnectionState::SendAbortPacket(CloseCode code) {
@@ -790,7 +806,7 @@ void ConnectionState::Terminate(boost::system::error_code reason) {
 }
 
 ConnectionStatistics ConnectionState::GetStatistics() const {
-  ConnectionStatistics stats = m_stats;
+  ConnectionStatistics stats;
   const auto& loss = m_loss.Statistics();
   stats.smoothedRttMicroseconds = loss.smoothedRtt;
   stats.rttVariationMicroseconds = loss.rttVariation;
@@ -803,7 +819,21 @@ ConnectionStatistics ConnectionState::GetStatistics() const {
   stats.packetsLost = loss.packetsLost;
   stats.spuriousRetransmits = loss.spuriousLosses;
   stats.probeTimeouts = loss.probeTimeouts;
+  stats.packetsSent = m_stats.packetsSent;
+  stats.packetsReceived = m_stats.packetsReceived;
+  stats.bytesSent = m_stats.bytesSent;
+  stats.bytesReceived = m_stats.bytesReceived;
+  stats.messagesSent = m_stats.messagesSent;
+  stats.messagesReceived = m_stats.messagesReceived;
+  stats.streamBytesSent = m_stats.streamBytesSent;
+  stats.streamBytesRetransmitted = m_stats.streamBytesRetransmitted;
+  stats.packetsRetransmitted = m_stats.packetsRetransmitted;
   stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
+  stats.flowControlStalls = m_stats.flowControlStalls;
+  for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
+    stats.timerArmed[kind] = m_stats.timerArmed[kind];
+    stats.timerFired[kind] = m_stats.timerFired[kind];
+  }
   return stats;
 }
 

@@ -160,7 +160,7 @@ class ConnectionState final : private IPacketFate {
   bool m_haveCookie = false;
   std::array<std::uint8_t, kCookieSize> m_cookie{};
   unsigned m_handshakeAttempts = 0;
-  TransportParameters m_peerParameters;
+  std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 
   // Sending.
   SendBuffer m_sendBuffer;
@@ -170,6 +170,7 @@ class ConnectionState final : private IPacketFate {
   std::vector<PendingSend> m_pendingSends;  // FIFO from m_sendsHead
   std::size_t m_sendsHead = 0;
   unsigned m_probesToSend = 0;
+  Microseconds m_lastAckElicitingSent = 0;
   bool m_pingPending = false;
   bool m_maxDataPending = false;
   // Graceful close is two-way, like TCP's FIN: each side sends CLOSE once every byte it was
@@ -199,12 +200,31 @@ class ConnectionState final : private IPacketFate {
   bool m_peerAckedAnything = false;
 
   // Timers.
+  // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
   // The idle timer may be clamped to the queue's maximum timeout: it fires early, and re-arms.
   Microseconds m_idleDeadline = 0;
 
-  ConnectionStatistics m_stats;
+  // What GetStatistics reports beyond LossRecovery's figures. Kept apart from
+  // ConnectionStatistics (whose RTT and congestion fields come from LossRecovery) because every
+  // idle connection pays for each byte here.
+  struct Counters {
+    std::uint64_t packetsSent = 0;
+    std::uint64_t packetsReceived = 0;
+    std::uint64_t bytesSent = 0;
+    std::uint64_t bytesReceived = 0;
+    std::uint64_t messagesSent = 0;
+    std::uint64_t messagesReceived = 0;
+    std::uint64_t streamBytesSent = 0;
+    std::uint64_t streamBytesRetransmitted = 0;
+    std::uint64_t packetsRetransmitted = 0;
+    std::uint64_t duplicatePacketsReceived = 0;
+    std::uint32_t flowControlStalls = 0;
+    std::array<std::uint32_t, kTimerKindCount> timerArmed{};
+    std::array<std::uint32_t, kTimerKindCount> timerFired{};
+  };
+  Counters m_stats;
 };
 
 }  // namespace timerwheel::rudp::detail

@@ -140,6 +140,7 @@ void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHead
     return;
   }
   const Microseconds now = m_io.Now();
+  ExpireHandshakeEntries(now);
   const auto existing = m_byHandshake.find(HandshakeKey{from, header.source});
   if (existing != m_byHandshake.end()) {
     // The client did not get our Welcome and tried again: same connection, Welcome again.
@@ -169,6 +170,11 @@ void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHead
   m_slots[slot].connection = connection;
   m_byId.emplace(id, slot);
   m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
+  m_slots[slot].inHandshakeMap = true;
+  // A cookie verifies for less than two windows; a little margin for clock granularity.
+  m_handshakeExpiries.push_back(
+      HandshakeExpiry{now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000,
+                      slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
   ++stats.connectionsAccepted;
   connection->StartServer(header.source, header.parameters, now);
@@ -194,7 +200,7 @@ void EndpointCore::ConnectLocked(const Udp::endpoint& remote, ConnectCompletion 
   auto connection = std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Client, id,
                                                       remote, UserDataBase(slot));
   m_slots[slot].connection = connection;
-  m_slots[slot].connectCompletion = std::move(completion);
+  m_connects.emplace(slot, std::move(completion));
   m_byId.emplace(id, slot);
   ++m_context.stats.connectionsOpen;
   connection->StartClient(m_io.Now());
@@ -221,21 +227,29 @@ void EndpointCore::HandleEvents(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
   const std::shared_ptr<ConnectionState> connection = entry.connection;
   const auto events = connection->TakeEvents();
-  if (events.established && entry.connectCompletion) {
-    Post(entry.connectCompletion, {}, connection);
+  if (events.established || events.finished) {
+    const auto pending = m_connects.find(slot);
+    if (pending != m_connects.end()) {
+      if (events.established) {
+        Post(pending->second, {}, connection);
+      } else {
+        Post(pending->second, connection->EndReason(), nullptr);
+      }
+      m_connects.erase(pending);
+    }
   }
-  if (events.finished) {
-    if (entry.connectCompletion) Post(entry.connectCompletion, connection->EndReason(), nullptr);
-    Retire(slot);
-  }
+  if (events.finished) Retire(slot);
 }
 
 void EndpointCore::Retire(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
   const auto& connection = entry.connection;
   m_byId.erase(connection->LocalId());
-  if (connection->GetRole() == ConnectionState::Role::Server) {
+  if (entry.inHandshakeMap) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
+    entry.inHandshakeMap = false;
+  }
+  if (connection->GetRole() == ConnectionState::Role::Server) {
     for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
       if (*it == connection) {
         m_acceptQueue.erase(it);  // ended before anyone accepted it
@@ -261,6 +275,21 @@ void EndpointCore::ShutdownLocked() {
   m_acceptWaiters.clear();
   m_acceptQueue.clear();
   m_shutDown = true;
+}
+
+void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
+  while (m_expiryHead < m_handshakeExpiries.size() && m_handshakeExpiries[m_expiryHead].at <= now) {
+    const HandshakeExpiry& expiry = m_handshakeExpiries[m_expiryHead++];
+    Slot& entry = m_slots[expiry.slot];
+    if (entry.generation == expiry.generation && entry.inHandshakeMap) {
+      m_byHandshake.erase(HandshakeKey{entry.connection->Remote(), entry.connection->PeerId()});
+      entry.inHandshakeMap = false;
+    }
+  }
+  if (m_expiryHead == m_handshakeExpiries.size()) {
+    m_handshakeExpiries.clear();
+    m_expiryHead = 0;
+  }
 }
 
 std::uint32_t EndpointCore::AllocateSlot() {
@@ -306,7 +335,9 @@ void EndpointCore::OnTimer(UserData userData) {
       !m_slots[slot].connection) {
     return;  // the connection this expiry was for is gone
   }
-  m_slots[slot].connection->OnTimer(kind, m_io.Now());
+  const Microseconds now = m_io.Now();
+  if (m_expiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
+  m_slots[slot].connection->OnTimer(kind, now);
   HandleEvents(slot);
 }
 

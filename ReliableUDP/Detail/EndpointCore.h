@@ -62,7 +62,7 @@ class EndpointCore final : public ITimer {
   struct Slot {
     std::shared_ptr<ConnectionState> connection;
     std::uint32_t generation = 0;
-    ConnectCompletion connectCompletion;  // clients, until established or failed
+    bool inHandshakeMap = false;  // server side, while its cookie could still be replayed
   };
   struct HandshakeKey {
     Udp::endpoint remote;
@@ -96,7 +96,18 @@ class EndpointCore final : public ITimer {
   std::vector<std::uint32_t> m_freeSlots;
   std::unordered_map<ConnectionId, std::uint32_t> m_byId;
   std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
-  std::vector<std::shared_ptr<ConnectionState>> m_acceptQueue;  // established, not yet accepted
+  // When each handshake entry may go: once its cookie is stale, a repeated HelloWithCookie is
+  // refused anyway, so idle connections stop paying for the entry. FIFO from m_expiryHead.
+  struct HandshakeExpiry {
+    Microseconds at = 0;
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+  };
+  void ExpireHandshakeEntries(Microseconds now);
+  std::vector<HandshakeExpiry> m_handshakeExpiries;
+  std::size_t m_expiryHead = 0;
+  std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
+  std::vector<std::shared_ptr<ConnectionState>> m_acceptQueue;      // established, not yet accepted
   std::vector<ConnectCompletion> m_acceptWaiters;
 };
 

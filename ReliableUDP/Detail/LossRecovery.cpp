@@ -19,12 +19,27 @@ constexpr std::size_t kMaxRecords = std::size_t{1} << 16;
 constexpr std::size_t kInitialRingCapacity = 4;
 
 // RFC 9002 7.7: the pacer sends at 1.25 times cwnd per RTT so that it does not itself limit
-// throughput; the burst covers 4 ms so a 1 ms-granularity timer can keep up.
+// throughput; the burst covers 4 ms so a 1 ms-granularity timer can keep up. Slow start uses the
+// same gain: neither RFC 9002 7.7 nor RFC 9406 (which only has a paced sender use L = infinity)
+// asks for another; the 2x some stacks pace slow start at is Linux's tcp_pacing_ss_ratio.
 constexpr double kPacingGain = 1.25;
 constexpr double kPacingBurstMicroseconds = 4000.0;
 constexpr std::size_t kPacingBurstPackets = 10;
 // Floating-point slack when comparing tokens with a packet's size.
 constexpr double kPacingEpsilon = 1e-6;
+
+// HyStart++ constants, the values RFC 9406 4.3 recommends.
+constexpr Microseconds kMinRttThresh = 4000;
+constexpr Microseconds kMaxRttThresh = 16000;
+constexpr Microseconds kMinRttDivisor = 8;
+constexpr unsigned kNRttSample = 8;
+constexpr std::uint64_t kCssGrowthDivisor = 4;
+constexpr unsigned kCssRounds = 5;
+// RFC 9406 4.2-4.3: an unpaced sender limits growth per ACK to L * mds, with L = 8, against
+// bursts; a paced one uses L = infinity.
+constexpr std::uint64_t kUnpacedGrowthLimitDatagrams = 8;
+// The RFC's "infinity" for the round minimum RTTs.
+constexpr Microseconds kNoRtt = std::numeric_limits<Microseconds>::max();
 
 std::uint64_t InitialWindow(std::size_t mds) {
   // RFC 9002 7.2.
@@ -213,7 +228,12 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   // RFC 9002 A.7 handles losses before growth: once a congestion event starts a recovery period
   // now, none of these packets (all sent before now) may grow the window.
   const bool reduced = DetectLosses(now, fate);
+  // RFC 9406 4.2: this ACK belongs to the round it starts, if it ends one; it grows the window in
+  // the phase it arrives in, then its sample may change the phase. A loss just now set ssthresh,
+  // which ends HyStart++.
+  if (HyStartActive()) HyStartNextRoundIfDue();
   if (!reduced && windowLimited) GrowWindow(growthBytes);
+  if (haveRttSample && HyStartActive()) HyStartOnRttSample(m_stats.latestRtt);
   m_inFlightHigh = m_stats.bytesInFlight;
 
   AdvanceHints();
@@ -345,6 +365,18 @@ void LossRecovery::GrowWindow(std::uint64_t ackedBytes) noexcept {
   if (ackedBytes == 0) return;
   std::uint64_t& cwnd = m_stats.congestionWindow;
   if (cwnd < m_ssthresh) {
+    if (HyStartActive()) {
+      if (!Paced()) {
+        ackedBytes = std::min(ackedBytes, kUnpacedGrowthLimitDatagrams * m_options.maxDatagramSize);
+      }
+      if (m_conservative) {
+        // RFC 9406 4.2: CSS grows by acked / CSS_GROWTH_DIVISOR, carrying what the division drops.
+        const std::uint64_t bytes = ackedBytes + m_cssGrowthRemainder;
+        cwnd += bytes / kCssGrowthDivisor;
+        m_cssGrowthRemainder = bytes % kCssGrowthDivisor;
+        return;
+      }
+    }
     cwnd += ackedBytes;  // slow start
     return;
   }
@@ -354,6 +386,56 @@ void LossRecovery::GrowWindow(std::uint64_t ackedBytes) noexcept {
   const std::uint64_t divisor = cwnd;
   cwnd += scaled / divisor;
   m_avoidanceRemainder = scaled % divisor;
+}
+
+// ---- HyStart++ (RFC 9406) ----
+
+bool LossRecovery::HyStartActive() const noexcept {
+  // RFC 9406 4: only the initial slow start; later ones stop at the ssthresh a loss (or CSS)
+  // set. Without congestion control the window is only a statistic: it stays plain NewReno.
+  return m_options.congestionControl && m_ssthresh == UINT64_MAX;
+}
+
+void LossRecovery::HyStartNextRoundIfDue() noexcept {
+  // RFC 9406 4.2: the round ends once a packet sent after it started (windowEnd, the next number
+  // at its start) is acked; a lost windowEnd is passed by a later acked packet.
+  if (m_largestAcked < m_roundEnd) return;
+  m_roundEnd = m_nextPacketNumber;
+  m_lastRoundMinRtt = m_roundMinRtt;
+  m_roundMinRtt = kNoRtt;
+  m_roundRttSamples = 0;
+  if (m_conservative && ++m_cssRounds >= kCssRounds) {
+    // The delay stayed up for CSS_ROUNDS rounds (the partial round CSS began in counts): the
+    // increase was real, so enter congestion avoidance at the current window.
+    m_conservative = false;
+    m_ssthresh = m_stats.congestionWindow;
+    m_avoidanceRemainder = 0;
+  }
+}
+
+void LossRecovery::HyStartOnRttSample(Microseconds rtt) noexcept {
+  m_roundMinRtt = std::min(m_roundMinRtt, rtt);
+  if (m_roundRttSamples < kNRttSample) ++m_roundRttSamples;
+  // RFC 9406 4.2: decide only on N_RTT_SAMPLE samples. The minimum only falls within a round, so
+  // an exit can only happen on the Nth sample; a return from CSS on any later one.
+  if (m_roundRttSamples < kNRttSample) return;
+  if (!m_conservative) {
+    if (m_lastRoundMinRtt == kNoRtt) return;
+    const Microseconds threshold =
+        std::clamp(m_lastRoundMinRtt / kMinRttDivisor, kMinRttThresh, kMaxRttThresh);
+    if (m_roundMinRtt >= m_lastRoundMinRtt + threshold) {
+      // The queue at the bottleneck is growing: slow down before it overflows.
+      m_conservative = true;
+      m_cssBaselineMinRtt = m_roundMinRtt;
+      m_cssRounds = 0;
+      m_cssGrowthRemainder = 0;
+      ++m_stats.slowStartExitsOnDelay;
+    }
+  } else if (m_roundMinRtt < m_cssBaselineMinRtt) {
+    // The delay that ended slow start went away (jitter, not a queue): resume slow start.
+    m_conservative = false;
+    m_cssBaselineMinRtt = kNoRtt;
+  }
 }
 
 // ---- Timer (RFC 9002 6.2, A.8, A.9) ----

@@ -49,10 +49,11 @@ struct LossRecoveryStatistics {
   std::uint64_t bytesInFlight = 0;
   std::uint64_t packetsAcked = 0;
   std::uint64_t packetsLost = 0;
-  std::uint64_t spuriousLosses = 0;        // declared lost, acknowledged later
-  std::uint64_t probeTimeouts = 0;         // PTO expirations
-  std::uint64_t congestionEvents = 0;      // window reductions
-  std::uint64_t persistentCongestion = 0;  // collapses to the minimum window
+  std::uint64_t spuriousLosses = 0;         // declared lost, acknowledged later
+  std::uint64_t probeTimeouts = 0;          // PTO expirations
+  std::uint64_t congestionEvents = 0;       // window reductions
+  std::uint64_t persistentCongestion = 0;   // collapses to the minimum window
+  std::uint64_t slowStartExitsOnDelay = 0;  // HyStart++ exits from slow start to CSS (RFC 9406)
 };
 
 // RFC 9002, sections 5-7 and appendices A/B:
@@ -68,6 +69,14 @@ struct LossRecoveryStatistics {
 //    starts when a loss is detected; losses of packets sent before it do not reduce again),
 //    persistent congestion (3 * PTO without backoff spanned by lost ack-eliciting packets, after an
 //    RTT sample) collapses to the minimum window.
+//  - HyStart++ (RFC 9406) in the initial slow start (ssthresh still unset), so that it ends on
+//    rising delay before a bottleneck queue overflows: a round ends when a packet sent after it
+//    began is acked; once a round has 8 RTT samples (latest RTT of each ACK that gives one), a
+//    minimum at least clamp(last round's minimum / 8, 4 ms, 16 ms) above the last round's enters
+//    Conservative Slow Start (growth acked / 4); a round minimum below the one that triggered CSS
+//    resumes slow start; after 5 CSS rounds (the first one partial) ssthresh = cwnd. Losses reduce
+//    the window as in NewReno, which ends HyStart++. Without pacing, growth per ACK is capped at
+//    8 * mds (L = 8).
 //  - Pacing: rate = 1.25 * cwnd / smoothed RTT (kInitialRtt before a sample); a token bucket whose
 //    burst allows max(10 * mds, rate * 4 ms), so a 1 ms-granularity timer sustains the rate.
 //    With congestionControl off, neither the window nor pacing limit sending (the window is
@@ -148,6 +157,9 @@ class LossRecovery {
   bool InPersistentCongestion(std::size_t firstIndex, std::size_t lastIndex) const noexcept;
   void GrowWindow(std::uint64_t ackedBytes) noexcept;
   std::uint64_t MinimumWindow() const noexcept;
+  bool HyStartActive() const noexcept;
+  void HyStartNextRoundIfDue() noexcept;
+  void HyStartOnRttSample(Microseconds rtt) noexcept;
 
   bool Paced() const noexcept;
   double PacingTokensAt(Microseconds now) const noexcept;
@@ -178,6 +190,15 @@ class LossRecovery {
   std::uint64_t m_ssthresh = UINT64_MAX;
   std::uint64_t m_avoidanceRemainder = 0;  // congestion avoidance growth below one byte, scaled
   std::uint64_t m_inFlightHigh = 0;        // most bytes in flight since the previous ACK
+  // HyStart++ (RFC 9406 4.2); UINT64_MAX stands for the RFC's "infinity" (no sample yet).
+  PacketNumber m_roundEnd = 0;  // windowEnd: acking this packet (or a later one) ends the round
+  Microseconds m_roundMinRtt = UINT64_MAX;
+  Microseconds m_lastRoundMinRtt = UINT64_MAX;
+  unsigned m_roundRttSamples = 0;
+  bool m_conservative = false;  // in Conservative Slow Start
+  Microseconds m_cssBaselineMinRtt = UINT64_MAX;
+  unsigned m_cssRounds = 0;                // rounds ended since CSS began
+  std::uint64_t m_cssGrowthRemainder = 0;  // acked bytes not yet turned into CSS growth
   double m_pacingTokens = 0;               // bytes
   Microseconds m_pacingUpdated = 0;
 };

@@ -79,11 +79,8 @@ std::pair<std::shared_ptr<Connection>, std::shared_ptr<Connection>> ConnectPair(
 
 // Runs the stream and waits for it to finish.
 void RunStream(const std::shared_ptr<MessageStream>& stream) {
-  std::promise<void> finished;
-  stream->onFinished = [&] { finished.set_value(); };
   stream->Start();
-  REQUIRE(finished.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
-  stream->onFinished = nullptr;
+  REQUIRE(stream->WaitFinished(std::chrono::seconds(120)));
 }
 
 }  // namespace
@@ -106,19 +103,14 @@ TEST_CASE("loopback echo of messages from 1 byte to the maximum size, byte for b
   // Both directions at once.
   auto up = std::make_shared<MessageStream>(clientSide, serverSide, count, sizeOf, 4);
   auto down = std::make_shared<MessageStream>(serverSide, clientSide, count, sizeOf, 4);
-  std::promise<void> upDone, downDone;
-  up->onFinished = [&] { upDone.set_value(); };
-  down->onFinished = [&] { downDone.set_value(); };
   up->Start();
   down->Start();
-  REQUIRE(upDone.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
-  REQUIRE(downDone.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  REQUIRE(up->WaitFinished(std::chrono::seconds(120)));
+  REQUIRE(down->WaitFinished(std::chrono::seconds(120)));
   CHECK(up->Error() == "");
   CHECK(down->Error() == "");
   CHECK(up->Received() == count);
   CHECK(down->Received() == count);
-  up->onFinished = nullptr;
-  down->onFinished = nullptr;
 
   // A graceful close: the server learns of it, the client completes it.
   std::promise<boost::system::error_code> clientClosed, serverClosed;

@@ -1,6 +1,9 @@
-// LossRecovery against RFC 9002: RTT estimation, loss detection, PTO, NewReno and pacing.
+// LossRecovery against RFC 9002: RTT estimation, loss detection, PTO, NewReno and pacing; and
+// against RFC 9406: HyStart++ in the initial slow start.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <optional>
 #include <vector>
@@ -449,6 +452,209 @@ TEST_CASE("LossRecovery congestion avoidance adds one datagram per window acked"
   REQUIRE(recovery.OnAckReceived(Ack({{4, 21}}), 400100, fate) == LossRecovery::AckResult::Ok);
   CHECK(recovery.Statistics().congestionWindow == 8400 + 685 + 476);
   CHECK(recovery.Statistics().congestionEvents == 1);
+}
+
+namespace {
+
+// A bulk sender that keeps its window full over a path whose RTT the test picks per round. Every
+// ACK acknowledges the oldest packets in flight, `rtt` after the newest of them was sent, and the
+// sender refills the window at once, as ACK clocking does; so each ACK gives one RTT sample of
+// exactly `rtt`, and a Round() (the packets in flight when it starts, sent in the previous one) is
+// a HyStart++ round (RFC 9406 4.2).
+class BulkSender {
+ public:
+  explicit BulkSender(bool congestionControl = true) : m_recovery(Options(congestionControl)) {
+    Fill();
+  }
+
+  // Acknowledges what is in flight, `perAck` packets per ACK frame; returns the bytes acked.
+  std::uint64_t Round(Microseconds rtt, std::size_t perAck = 1) {
+    std::size_t left = m_inFlight.size();
+    std::uint64_t acked = 0;
+    while (left > 0) {
+      const std::size_t count = std::min(perAck, left);
+      acked += AckNext(rtt, count);
+      left -= count;
+    }
+    return acked;
+  }
+
+  std::uint64_t AckNext(Microseconds rtt, std::size_t count = 1) {
+    REQUIRE(m_inFlight.size() >= count);
+    const PacketNumber smallest = m_inFlight.front().packetNumber;
+    const SentPacket newest = m_inFlight[count - 1];
+    m_inFlight.erase(m_inFlight.begin(), m_inFlight.begin() + static_cast<std::ptrdiff_t>(count));
+    m_now = std::max(m_now, newest.timeSent + rtt);
+    REQUIRE(m_recovery.OnAckReceived(Ack({{smallest, newest.packetNumber}}), m_now, m_fate) ==
+            LossRecovery::AckResult::Ok);
+    REQUIRE(Stats().latestRtt == rtt);
+    Fill();
+    return count * kMds;
+  }
+
+  // The oldest packet in flight never arrives.
+  void DropNext() { m_inFlight.pop_front(); }
+
+  std::uint64_t Window() const { return Stats().congestionWindow; }
+  const LossRecoveryStatistics& Stats() const { return m_recovery.Statistics(); }
+  const RecordingFate& Fate() const { return m_fate; }
+
+ private:
+  void Fill() {
+    // Without congestion control CanSend() always agrees: the computed window still bounds us.
+    while (m_recovery.CanSend(kMds) && Stats().bytesInFlight + kMds <= Window()) {
+      m_inFlight.push_back(Packet(m_next++, m_now));
+      m_recovery.OnPacketSent(m_inFlight.back());
+    }
+  }
+
+  LossRecovery m_recovery;
+  RecordingFate m_fate;
+  std::deque<SentPacket> m_inFlight;
+  PacketNumber m_next = 0;
+  Microseconds m_now = 0;
+};
+
+// Three rounds at 20 ms (the first has no previous round to compare with), then one at 25 ms:
+// 25 >= 20 + max(4 ms, 20 ms / 8) on its 8th sample.
+void EnterConservativeSlowStart(BulkSender& sender) {
+  for (int round = 0; round < 3; ++round) sender.Round(20000);
+  REQUIRE(sender.Window() == 96000);  // 80 packets in flight
+  sender.Round(25000);
+  REQUIRE(sender.Stats().slowStartExitsOnDelay == 1);
+  // 8 ACKs in slow start, then 72 in CSS at a quarter of 1200 each.
+  REQUIRE(sender.Window() == 96000 + 8 * kMds + 72 * kMds / 4);
+}
+
+}  // namespace
+
+TEST_CASE("LossRecovery HyStart++ keeps slow start while the RTT stays constant", "[rudp][loss]") {
+  BulkSender sender;
+  for (int round = 0; round < 8; ++round) {
+    const std::uint64_t window = sender.Window();
+    CHECK(sender.Round(20000) == window);  // the whole window was in use...
+    CHECK(sender.Window() == 2 * window);  // ...and doubles
+  }
+  CHECK(sender.Window() == 12000u << 8);
+  CHECK(sender.Stats().slowStartExitsOnDelay == 0);
+  CHECK(sender.Stats().congestionEvents == 0);
+}
+
+TEST_CASE("LossRecovery HyStart++ delay threshold is an eighth of the RTT within 4 and 16 ms",
+          "[rudp][loss]") {
+  auto exitsAfter = [](Microseconds base, Microseconds risen) {
+    BulkSender sender;
+    for (int round = 0; round < 3; ++round) sender.Round(base);
+    sender.Round(risen);
+    return sender.Stats().slowStartExitsOnDelay;
+  };
+  // 20 ms / 8 = 2.5 ms, raised to 4 ms.
+  CHECK(exitsAfter(20000, 23999) == 0);
+  CHECK(exitsAfter(20000, 24000) == 1);
+  // 80 ms / 8 = 10 ms.
+  CHECK(exitsAfter(80000, 89999) == 0);
+  CHECK(exitsAfter(80000, 90000) == 1);
+  // 200 ms / 8 = 25 ms, lowered to 16 ms.
+  CHECK(exitsAfter(200000, 215999) == 0);
+  CHECK(exitsAfter(200000, 216000) == 1);
+}
+
+TEST_CASE("LossRecovery HyStart++ rising RTT enters CSS, which ends in congestion avoidance",
+          "[rudp][loss]") {
+  BulkSender sender;
+  EnterConservativeSlowStart(sender);
+  // CSS grows by a quarter of what is acked. The partial round CSS began in counts as its first,
+  // so four full rounds follow.
+  for (int round = 0; round < 4; ++round) {
+    const std::uint64_t window = sender.Window();
+    const std::uint64_t acked = sender.Round(25000);
+    CHECK(acked > window - kMds);
+    CHECK(sender.Window() == window + acked / 4);
+  }
+  // The first ACK of the next round ends the fifth: ssthresh = cwnd, so congestion avoidance adds
+  // at most one datagram for the window acked.
+  const std::uint64_t window = sender.Window();
+  sender.Round(25000);
+  CHECK(sender.Window() > window);
+  CHECK(sender.Window() <= window + kMds);
+  CHECK(sender.Stats().slowStartExitsOnDelay == 1);
+  CHECK(sender.Stats().congestionEvents == 0);
+}
+
+TEST_CASE("LossRecovery HyStart++ returns to slow start when the RTT falls below the CSS baseline",
+          "[rudp][loss]") {
+  BulkSender sender;
+  EnterConservativeSlowStart(sender);  // baseline 25 ms
+  // 21 ms is below the baseline: 8 ACKs grow as CSS, then the rest as slow start.
+  std::uint64_t window = sender.Window();
+  std::uint64_t acked = sender.Round(21000);
+  CHECK(sender.Window() == window + 8 * kMds / 4 + (acked - 8 * kMds));
+  // Slow start again: doubling, no new exit at a steady 21 ms.
+  window = sender.Window();
+  acked = sender.Round(21000);
+  CHECK(sender.Window() == window + acked);
+  CHECK(sender.Stats().slowStartExitsOnDelay == 1);
+}
+
+TEST_CASE("LossRecovery HyStart++ decides nothing on fewer than 8 RTT samples in a round",
+          "[rudp][loss]") {
+  BulkSender sender;
+  sender.Round(20000);
+  sender.Round(20000);
+  REQUIRE(sender.Window() == 48000);  // 40 packets in flight
+
+  SECTION("7 samples") {
+    // 40 ms, but acked 6 packets per ACK: 7 ACKs, 7 samples.
+    sender.Round(40000, 6);
+    CHECK(sender.Stats().slowStartExitsOnDelay == 0);
+    CHECK(sender.Window() == 96000);
+    // The rise is now the previous round's minimum: nothing to compare against any more.
+    sender.Round(40000);
+    CHECK(sender.Stats().slowStartExitsOnDelay == 0);
+    CHECK(sender.Window() == 192000);
+  }
+  SECTION("8 samples") {
+    sender.Round(40000, 5);
+    CHECK(sender.Stats().slowStartExitsOnDelay == 1);
+  }
+}
+
+TEST_CASE("LossRecovery HyStart++ loss in CSS halves the window as NewReno does", "[rudp][loss]") {
+  BulkSender sender;
+  EnterConservativeSlowStart(sender);
+  const std::uint64_t window = sender.Window();
+  sender.DropNext();
+  sender.AckNext(25000);
+  sender.AckNext(25000);
+  REQUIRE(sender.Window() == window + 2 * kMds / 4);
+  // The third packet acked after the gap declares it lost (RFC 9002 6.1.1).
+  sender.AckNext(25000);
+  CHECK(sender.Fate().lost.size() == 1);
+  CHECK(sender.Stats().congestionEvents == 1);
+  CHECK(sender.Window() == (window + 2 * kMds / 4) / 2);
+  // What is in flight was sent before the recovery period or at its very start: no growth.
+  const std::uint64_t halved = sender.Window();
+  sender.Round(25000);
+  CHECK(sender.Window() == halved);
+  // Then congestion avoidance, not CSS or slow start again: at most a datagram per round.
+  for (int round = 0; round < 2; ++round) {
+    const std::uint64_t before = sender.Window();
+    sender.Round(25000);
+    CHECK(sender.Window() <= before + kMds);
+  }
+  CHECK(sender.Window() > halved);
+  CHECK(sender.Stats().slowStartExitsOnDelay == 1);
+}
+
+TEST_CASE("LossRecovery HyStart++ leaves the window statistic alone without congestion control",
+          "[rudp][loss]") {
+  BulkSender sender(false);
+  for (int round = 0; round < 3; ++round) sender.Round(20000);
+  REQUIRE(sender.Window() == 96000);
+  sender.Round(25000);
+  sender.Round(25000);
+  CHECK(sender.Window() == 384000);  // plain slow start
+  CHECK(sender.Stats().slowStartExitsOnDelay == 0);
 }
 
 TEST_CASE("LossRecovery paces after the initial burst", "[rudp][loss]") {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,7 +33,12 @@ class MessageStream : public std::enable_shared_from_this<MessageStream> {
         m_size(std::move(size)),
         m_buffers(window) {}
 
-  std::function<void()> onFinished;
+  // True once every message arrived or something failed; false after `timeout`.
+  template <class Duration>
+  bool WaitFinished(Duration timeout) {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    return m_finishedChanged.wait_for(lock, timeout, [this] { return m_done.load(); });
+  }
 
   void Start() {
     {
@@ -94,33 +100,30 @@ class MessageStream : public std::enable_shared_from_this<MessageStream> {
   }
 
   void OnReceived(boost::system::error_code ec) {
-    bool more = false;
-    std::function<void()> finished;
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       if (m_done) return;
-      if (ec)
+      if (ec) {
         return FailLocked("receive failed after " + std::to_string(m_received) +
                           " messages: " + ec.message());
+      }
       const std::string problem = CheckPattern(m_incoming, m_received, m_size(m_received));
       if (!problem.empty()) return FailLocked(problem);
       ++m_received;
       if (m_received == m_count) {
         m_done = true;
-        finished = onFinished;
-      } else {
-        more = true;
+        m_finishedChanged.notify_all();
+        return;
       }
     }
-    if (finished) finished();
-    if (more) Receive();
+    Receive();
   }
 
   void FailLocked(std::string problem) {
     if (m_done) return;
     m_error = std::move(problem);
     m_done = true;
-    if (onFinished) onFinished();
+    m_finishedChanged.notify_all();
   }
 
   std::shared_ptr<rudp::Connection> m_sender;
@@ -128,6 +131,7 @@ class MessageStream : public std::enable_shared_from_this<MessageStream> {
   const std::uint64_t m_count;
   const SizeFunction m_size;
   mutable std::mutex m_mutex;
+  std::condition_variable m_finishedChanged;
   std::vector<Buffer> m_buffers;
   std::uint64_t m_nextToSend = 0;
   std::uint64_t m_sendsCompleted = 0;

@@ -1,0 +1,432 @@
+// ImpairmentRelay: sockets, the per-direction delivery queues and their timers around two
+// LinkModels.
+//
+// Locking rules: one mutex, State::m_mutex, guards everything in State: both LinkModels and
+// their counters, both delivery queues, the datagram slots, the client table, every operation on
+// every socket (receive initiation, the non-blocking receive drain, sends, close) and on both
+// timers (expires_at, async_wait, cancel), and m_closed. So no socket or timer is ever used from
+// two threads at once, whichever threads run the io_context. Completion handlers are called
+// without it and take it first; they hold the State by shared_ptr, and once m_closed is set they
+// return without touching anything else. Nothing else is locked inside it, and no user code runs
+// under it except WaitForCounters' predicate. m_changed (a condition variable on m_mutex) is
+// notified after every batch of datagrams received or sent, and on Close.
+#include "Relay/ImpairmentRelay.h"
+
+#include <array>
+#include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "Relay/Detail/LinkModel.h"
+
+#ifdef _WIN32
+#include <mswsock.h>
+#include <winsock2.h>
+#ifndef SIO_UDP_CONNRESET
+#define SIO_UDP_CONNRESET _WSAIOW(IOC_VENDOR, 12)
+#endif
+#endif
+
+namespace timerwheel::relay {
+namespace {
+
+using Udp = boost::asio::ip::udp;
+using Clock = std::chrono::steady_clock;
+
+// Datagrams read per wake-up before the receive is re-armed: amortises the completion.
+constexpr int kReceiveBatch = 64;
+// Asked of the OS for every socket (it may cap it): the relay must not be the bottleneck.
+constexpr int kSocketBufferBytes = 4 << 20;
+constexpr std::size_t kMaxDatagram = 65536;
+
+bool WouldBlock(const boost::system::error_code& error) {
+  return error == boost::asio::error::would_block || error == boost::asio::error::try_again;
+}
+
+void Configure(Udp::socket& socket) {
+  boost::system::error_code ignored;  // all best effort
+  socket.non_blocking(true, ignored);
+  socket.set_option(Udp::socket::receive_buffer_size(kSocketBufferBytes), ignored);
+  socket.set_option(Udp::socket::send_buffer_size(kSocketBufferBytes), ignored);
+#ifdef _WIN32
+  // Otherwise an ICMP port unreachable caused by one send fails the next receive (and, without
+  // this, can make the socket report connection_reset again and again).
+  BOOL reportConnectionReset = FALSE;
+  DWORD bytesReturned = 0;
+  ::WSAIoctl(socket.native_handle(), SIO_UDP_CONNRESET, &reportConnectionReset,
+             sizeof reportConnectionReset, nullptr, 0, &bytesReturned, nullptr, nullptr);
+#endif
+}
+
+void ThrowIfInvalid(const ImpairmentProfile& toUpstream, const ImpairmentProfile& toClient) {
+  if (const std::string problem = toUpstream.Validate(); !problem.empty()) {
+    throw std::invalid_argument("toUpstream profile: " + problem);
+  }
+  if (const std::string problem = toClient.Validate(); !problem.empty()) {
+    throw std::invalid_argument("toClient profile: " + problem);
+  }
+}
+
+}  // namespace
+
+class ImpairmentRelay::State final : public std::enable_shared_from_this<State> {
+ public:
+  State(boost::asio::io_context& ioContext, const Endpoint& listen, const Endpoint& upstream,
+        const ImpairmentProfile& toUpstream, const ImpairmentProfile& toClient, std::uint64_t seed)
+      : m_ioContext(ioContext),
+        m_upstream(upstream),
+        m_epoch(Clock::now()),
+        m_listen(ioContext),
+        m_toUpstream(ioContext, toUpstream, seed),
+        m_toClient(ioContext, toClient, ~seed) {
+    m_listen.open(listen.protocol());
+    m_listen.bind(listen);
+    Configure(m_listen);
+  }
+
+  void Start() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    StartListenReceiveLocked();
+  }
+
+  Endpoint LocalEndpoint() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    boost::system::error_code error;
+    return m_listen.local_endpoint(error);
+  }
+
+  LinkCounters ToUpstreamCounters() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return CountersLocked(m_toUpstream);
+  }
+
+  LinkCounters ToClientCounters() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return CountersLocked(m_toClient);
+  }
+
+  std::size_t ClientCount() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_clients.size();
+  }
+
+  void SetProfiles(const ImpairmentProfile& toUpstream, const ImpairmentProfile& toClient) {
+    ThrowIfInvalid(toUpstream, toClient);
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_toUpstream.model.SetProfile(toUpstream);
+    m_toClient.model.SetProfile(toClient);
+  }
+
+  bool WaitForCounters(const std::function<bool(const LinkCounters&, const LinkCounters&)>& done,
+                       std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    return m_changed.wait_for(lock, timeout, [&] {
+      return done(CountersLocked(m_toUpstream), CountersLocked(m_toClient));
+    });
+  }
+
+  void Close() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_closed) return;
+    m_closed = true;
+    boost::system::error_code ignored;
+    m_listen.close(ignored);  // pending receives complete with operation_aborted
+    for (auto& entry : m_clients) entry.second->socket.close(ignored);
+    for (Direction* direction : {&m_toUpstream, &m_toClient}) {
+      direction->timer.cancel();
+      direction->queue = {};
+    }
+    m_slots.clear();
+    m_freeSlots.clear();
+    m_changed.notify_all();
+  }
+
+ private:
+  // One client: its address and the socket that speaks for it to the upstream. Never destroyed
+  // before the State, so handlers may hold a raw pointer.
+  struct Client {
+    explicit Client(boost::asio::io_context& ioContext) : socket(ioContext) {}
+    Endpoint address;
+    Udp::socket socket;
+    std::vector<std::uint8_t> buffer = std::vector<std::uint8_t>(kMaxDatagram);
+  };
+
+  // A datagram's bytes, shared by its copies when it is duplicated; reused once sent.
+  struct Slot {
+    std::vector<std::uint8_t> bytes;
+    unsigned references = 0;
+  };
+
+  struct Pending {
+    Microseconds at = 0;
+    std::uint64_t sequence = 0;  // arrival order breaks ties: FIFO at equal times
+    std::uint32_t slot = 0;
+    Client* client = nullptr;
+  };
+  struct Later {
+    bool operator()(const Pending& a, const Pending& b) const {
+      return a.at != b.at ? a.at > b.at : a.sequence > b.sequence;
+    }
+  };
+
+  enum class Which { ToUpstream, ToClient };
+
+  struct Direction {
+    Direction(boost::asio::io_context& ioContext, const ImpairmentProfile& profile,
+              std::uint64_t seed)
+        : model(profile, seed), timer(ioContext) {}
+    detail::LinkModel model;
+    std::priority_queue<Pending, std::vector<Pending>, Later> queue;  // earliest on top
+    boost::asio::steady_timer timer;  // aimed at queue.top() while `armed`
+    bool armed = false;
+    Microseconds armedAt = 0;
+    std::uint64_t generation = 0;  // of the latest wait; older waits were superseded
+    std::uint64_t receiveErrors = 0;
+    std::uint64_t sendErrors = 0;
+  };
+
+  static LinkCounters CountersLocked(const Direction& direction) {
+    LinkCounters counters = direction.model.Counters();
+    counters.receiveErrors = direction.receiveErrors;
+    counters.sendErrors = direction.sendErrors;
+    return counters;
+  }
+
+  Direction& Get(Which which) { return which == Which::ToUpstream ? m_toUpstream : m_toClient; }
+
+  Microseconds Now() const {
+    return static_cast<Microseconds>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - m_epoch).count());
+  }
+
+  // Receiving ---------------------------------------------------------------------------------
+
+  void StartListenReceiveLocked() {
+    m_listen.async_receive_from(
+        boost::asio::buffer(m_listenBuffer), m_sender,
+        [self = shared_from_this()](const boost::system::error_code& error, std::size_t size) {
+          self->OnListenReceive(error, size);
+        });
+  }
+
+  void OnListenReceive(const boost::system::error_code& error, std::size_t size) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_closed || error == boost::asio::error::operation_aborted) return;
+    if (error) {
+      ++m_toUpstream.receiveErrors;  // e.g. an ICMP error from a send to a vanished client
+    } else {
+      OnClientDatagramLocked(size);
+    }
+    // Drain what else is already there without another trip through the reactor or IOCP.
+    for (int i = 1; i < kReceiveBatch; ++i) {
+      boost::system::error_code drainError;
+      const std::size_t drained =
+          m_listen.receive_from(boost::asio::buffer(m_listenBuffer), m_sender, 0, drainError);
+      if (WouldBlock(drainError)) break;
+      if (drainError) {
+        ++m_toUpstream.receiveErrors;
+        continue;
+      }
+      OnClientDatagramLocked(drained);
+    }
+    StartListenReceiveLocked();
+    m_changed.notify_all();
+  }
+
+  void OnClientDatagramLocked(std::size_t size) {
+    Client* client = ClientLocked(m_sender);
+    if (client == nullptr) {
+      ++m_toUpstream.sendErrors;  // no socket to forward it through
+      return;
+    }
+    OnArrivalLocked(Which::ToUpstream, client, m_listenBuffer.data(), size);
+  }
+
+  // The client at `address`, with its upstream socket opened and receiving; nullptr if the
+  // socket cannot be opened (e.g. out of descriptors): the next datagram tries again.
+  Client* ClientLocked(const Endpoint& address) {
+    const auto found = m_clients.find(address);
+    if (found != m_clients.end()) return found->second.get();
+    auto client = std::make_unique<Client>(m_ioContext);
+    client->address = address;
+    boost::system::error_code error;
+    client->socket.open(m_upstream.protocol(), error);
+    if (!error) client->socket.connect(m_upstream, error);  // binds an ephemeral port
+    if (error) return nullptr;
+    Configure(client->socket);
+    Client* raw = client.get();
+    m_clients.emplace(address, std::move(client));
+    StartUpstreamReceiveLocked(raw);
+    return raw;
+  }
+
+  void StartUpstreamReceiveLocked(Client* client) {
+    client->socket.async_receive(boost::asio::buffer(client->buffer),
+                                 [self = shared_from_this(), client](
+                                     const boost::system::error_code& error, std::size_t size) {
+                                   self->OnUpstreamReceive(client, error, size);
+                                 });
+  }
+
+  void OnUpstreamReceive(Client* client, const boost::system::error_code& error, std::size_t size) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_closed || error == boost::asio::error::operation_aborted) return;
+    if (error) {
+      ++m_toClient.receiveErrors;  // e.g. connection_refused: nothing listens upstream
+    } else {
+      OnArrivalLocked(Which::ToClient, client, client->buffer.data(), size);
+    }
+    for (int i = 1; i < kReceiveBatch; ++i) {
+      boost::system::error_code drainError;
+      const std::size_t drained =
+          client->socket.receive(boost::asio::buffer(client->buffer), 0, drainError);
+      if (WouldBlock(drainError)) break;
+      if (drainError) {
+        ++m_toClient.receiveErrors;
+        continue;
+      }
+      OnArrivalLocked(Which::ToClient, client, client->buffer.data(), drained);
+    }
+    StartUpstreamReceiveLocked(client);
+    m_changed.notify_all();
+  }
+
+  // The model decides; the deliveries wait in the direction's queue (those already due go now).
+  void OnArrivalLocked(Which which, Client* client, const std::uint8_t* data, std::size_t size) {
+    Direction& direction = Get(which);
+    const std::uint32_t slot = AcquireSlotLocked();
+    std::vector<std::uint8_t>& bytes = m_slots[slot].bytes;
+    bytes.assign(data, data + size);  // the slot's capacity is reused
+    direction.model.OnArrival(Now(), bytes, m_deliveries);
+    m_slots[slot].references = static_cast<unsigned>(m_deliveries.count);
+    if (m_deliveries.count == 0) {
+      m_freeSlots.push_back(slot);
+      return;
+    }
+    for (std::size_t copy = 0; copy < m_deliveries.count; ++copy) {
+      direction.queue.push(Pending{m_deliveries.at[copy], m_sequence++, slot, client});
+    }
+    DispatchDueLocked(which);
+    ArmLocked(which);
+  }
+
+  std::uint32_t AcquireSlotLocked() {
+    if (!m_freeSlots.empty()) {
+      const std::uint32_t slot = m_freeSlots.back();
+      m_freeSlots.pop_back();
+      return slot;
+    }
+    m_slots.emplace_back();
+    return static_cast<std::uint32_t>(m_slots.size() - 1);
+  }
+
+  // Sending -----------------------------------------------------------------------------------
+
+  void DispatchDueLocked(Which which) {
+    Direction& direction = Get(which);
+    const Microseconds now = Now();
+    while (!direction.queue.empty() && direction.queue.top().at <= now) {
+      const Pending due = direction.queue.top();
+      direction.queue.pop();
+      Slot& slot = m_slots[due.slot];
+      boost::system::error_code error;
+      if (which == Which::ToUpstream) {
+        due.client->socket.send(boost::asio::buffer(slot.bytes), 0, error);
+      } else {
+        m_listen.send_to(boost::asio::buffer(slot.bytes), due.client->address, 0, error);
+      }
+      if (error) ++direction.sendErrors;
+      if (--slot.references == 0) m_freeSlots.push_back(due.slot);
+    }
+  }
+
+  // Aims the direction's timer at its earliest delivery, unless a wait for that or earlier is
+  // already pending.
+  void ArmLocked(Which which) {
+    Direction& direction = Get(which);
+    if (direction.queue.empty()) return;
+    const Microseconds next = direction.queue.top().at;
+    if (direction.armed && direction.armedAt <= next) return;
+    direction.armed = true;
+    direction.armedAt = next;
+    const std::uint64_t generation = ++direction.generation;
+    direction.timer.expires_at(m_epoch + std::chrono::microseconds(next));  // cancels the older
+    direction.timer.async_wait(
+        [self = shared_from_this(), which, generation](const boost::system::error_code& error) {
+          self->OnTimer(which, generation, error);
+        });
+  }
+
+  void OnTimer(Which which, std::uint64_t generation, const boost::system::error_code& error) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_closed) return;
+    Direction& direction = Get(which);
+    if (generation == direction.generation) {
+      direction.armed = false;
+    } else if (error == boost::asio::error::operation_aborted) {
+      return;  // superseded by an earlier deadline
+    }
+    // (A superseded wait that had expired before it was superseded still sends what is due.)
+    DispatchDueLocked(which);
+    ArmLocked(which);
+    m_changed.notify_all();
+  }
+
+  boost::asio::io_context& m_ioContext;
+  const Endpoint m_upstream;
+  const Clock::time_point m_epoch;  // Now() counts from here
+
+  mutable std::mutex m_mutex;
+  mutable std::condition_variable m_changed;
+  bool m_closed = false;
+  Udp::socket m_listen;
+  std::array<std::uint8_t, kMaxDatagram> m_listenBuffer{};
+  Endpoint m_sender;
+  std::map<Endpoint, std::unique_ptr<Client>> m_clients;
+  Direction m_toUpstream;
+  Direction m_toClient;
+  std::vector<Slot> m_slots;
+  std::vector<std::uint32_t> m_freeSlots;
+  std::uint64_t m_sequence = 0;
+  detail::Deliveries m_deliveries;  // scratch
+};
+
+ImpairmentRelay::ImpairmentRelay(boost::asio::io_context& ioContext, const Endpoint& listen,
+                                 const Endpoint& upstream, const ImpairmentProfile& toUpstream,
+                                 const ImpairmentProfile& toClient, std::uint64_t seed) {
+  ThrowIfInvalid(toUpstream, toClient);
+  m_state = std::make_shared<State>(ioContext, listen, upstream, toUpstream, toClient, seed);
+  m_state->Start();
+}
+
+ImpairmentRelay::~ImpairmentRelay() { Close(); }
+
+ImpairmentRelay::Endpoint ImpairmentRelay::LocalEndpoint() const {
+  return m_state->LocalEndpoint();
+}
+
+LinkCounters ImpairmentRelay::ToUpstreamCounters() const { return m_state->ToUpstreamCounters(); }
+
+LinkCounters ImpairmentRelay::ToClientCounters() const { return m_state->ToClientCounters(); }
+
+std::size_t ImpairmentRelay::ClientCount() const { return m_state->ClientCount(); }
+
+void ImpairmentRelay::SetProfiles(const ImpairmentProfile& toUpstream,
+                                  const ImpairmentProfile& toClient) {
+  m_state->SetProfiles(toUpstream, toClient);
+}
+
+bool ImpairmentRelay::WaitForCounters(
+    const std::function<bool(const LinkCounters&, const LinkCounters&)>& done,
+    std::chrono::milliseconds timeout) const {
+  return m_state->WaitForCounters(done, timeout);
+}
+
+void ImpairmentRelay::Close() { m_state->Close(); }
+
+}  // namespace timerwheel::relay

@@ -26,8 +26,10 @@ class ConnectionState;
 // EndpointClosed). After ClosedByPeer, messages already received are still delivered first.
 //
 // Handlers: each is called exactly once, on the endpoint's io_context (never from inside the
-// call that started the operation). Operations of one kind complete in the order they were
-// started. Thread safety: every method may be called from any thread.
+// call that started the operation). Accepted operations of one kind complete in the order they
+// were started; an AsyncSend refused at once (MessageTooLarge, or after Close) completes at once,
+// possibly before earlier sends still waiting for buffer space. Thread safety: every method may
+// be called from any thread.
 //
 // Lifetime: destroying the last shared_ptr closes gracefully (like Close()). Buffers passed to
 // AsyncSend and vectors passed to AsyncReceive must stay valid until their handler runs.

@@ -1,9 +1,10 @@
 #include "TimerQueue/AsioTimerQueue.h"
 
-#include <boost/asio/steady_timer.hpp>
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -39,7 +40,8 @@ class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
   bool WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
     Lock lock(m_mutex);
     if (m_dispatching && m_dispatchThread == std::this_thread::get_id()) {
-      throw std::logic_error("AsioTimerQueue: WaitForShutdownToComplete called from a timer callback");
+      throw std::logic_error(
+          "AsioTimerQueue: WaitForShutdownToComplete called from a timer callback");
     }
     return m_idle.wait_for(lock, timeout, [this] { return !m_dispatching; });
   }
@@ -64,7 +66,8 @@ class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
       return;
     }
     // At most kMaximumSleep: a completion that finds nothing due simply aims again.
-    m_timer.expires_after(std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), kMaximumSleep)));
+    m_timer.expires_after(
+        std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), kMaximumSleep)));
     m_timer.async_wait([self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
       self->OnTimerCompleted(aim);
     });
@@ -110,7 +113,11 @@ AsioTimerQueue::AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQ
 
 AsioTimerQueue::~AsioTimerQueue() {
   m_state->BeginShutdown();
-  if (m_state->IsDispatchingOnThisThread()) std::terminate();  // destroyed from its own callback
+  if (m_state->IsDispatchingOnThisThread()) {  // destroyed from its own callback
+    std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
+               stderr);
+    std::terminate();
+  }
   m_state->WaitUntilIdle();
 }
 

@@ -7,7 +7,9 @@ namespace timerwheel {
 
 IocpTimerQueue::IocpTimerQueue(HANDLE completionPort, IManageTimerQueue& queue,
                                IocpTimerQueueOptions options)
-    : DispatchThread(queue, options.monitor), m_port(completionPort), m_options(std::move(options)) {
+    : DispatchThread(queue, options.monitor),
+      m_port(completionPort),
+      m_options(std::move(options)) {
   if (m_options.callbacksPerPacket == 0) {
     throw std::invalid_argument("IocpTimerQueue: callbacksPerPacket must be at least 1");
   }
@@ -35,6 +37,7 @@ bool IocpTimerQueue::HandleCompletion(ULONG_PTR completionKey, OVERLAPPED* overl
   const std::size_t budget = m_options.callbacksPerPacket;
   std::size_t handled = 0;
   bool exhausted = false;
+  CallbackScope scope(*this);  // WaitForShutdownToComplete or destruction from a callback
   while (!exhausted && handled < budget && !ShutdownRequested()) {
     try {
       const std::size_t ran = m_queue.HandleTimeout(budget - handled);
@@ -66,10 +69,11 @@ void IocpTimerQueue::Post() noexcept {
   if (!::PostQueuedCompletionStatus(m_port, 0, reinterpret_cast<ULONG_PTR>(this), &m_packet)) {
     // Nothing can run the callbacks now (the port is gone). Report why, stop dispatching (posting
     // again would fail the same way, in a loop) and end the dispatch: the expiries stay due.
-    ReportCallbackError(m_options.onCallbackError,
-                        std::make_exception_ptr(std::system_error(
-                            static_cast<int>(::GetLastError()), std::system_category(),
-                            "IocpTimerQueue: PostQueuedCompletionStatus failed; dispatch stopped")));
+    ReportCallbackError(
+        m_options.onCallbackError,
+        std::make_exception_ptr(std::system_error(
+            static_cast<int>(::GetLastError()), std::system_category(),
+            "IocpTimerQueue: PostQueuedCompletionStatus failed; dispatch stopped")));
     BeginShutdown();
     EndBatch();
   }

@@ -1,11 +1,14 @@
 #include "TimerQueue/Detail/DispatchThread.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "TimerQueue/DispatchPolicy.h"
 
 namespace timerwheel::detail {
+
+thread_local const DispatchThread* DispatchThread::t_runningCallbacksOf = nullptr;
 
 DispatchThread::DispatchThread(IManageTimerQueue& queue, ITimerQueueMonitor* monitor)
     : LockingTimerQueue(m_mutexStorage, queue),
@@ -25,7 +28,11 @@ void DispatchThread::StopThread() noexcept {
   BeginShutdown();
   if (!m_thread.joinable()) return;
   // Destroyed from one of its own callbacks: the thread would go on using freed members.
-  if (OnDispatchThread()) std::terminate();
+  if (OnDispatchThread()) {
+    std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
+               stderr);
+    std::terminate();
+  }
   m_thread.join();
 }
 

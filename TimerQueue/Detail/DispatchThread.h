@@ -46,7 +46,26 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
   virtual bool IsIdle() const { return true; }
 
   bool ShutdownRequested() const noexcept { return m_shutdown.load(std::memory_order_acquire); }
-  bool OnDispatchThread() const noexcept { return m_thread.get_id() == std::this_thread::get_id(); }
+  // True on the dispatch thread, and on any thread inside a CallbackScope of this driver.
+  bool OnDispatchThread() const noexcept {
+    return m_thread.get_id() == std::this_thread::get_id() || t_runningCallbacksOf == this;
+  }
+
+  // A driver whose callbacks run on other threads (IocpTimerQueue: the port's workers) marks
+  // them, so that a callback that waits for or destroys its own driver is recognised there too.
+  class CallbackScope {
+   public:
+    explicit CallbackScope(const DispatchThread& driver) noexcept
+        : m_previous(t_runningCallbacksOf) {
+      t_runningCallbacksOf = &driver;
+    }
+    ~CallbackScope() { t_runningCallbacksOf = m_previous; }
+    CallbackScope(const CallbackScope&) = delete;
+    CallbackScope& operator=(const CallbackScope&) = delete;
+
+   private:
+    const DispatchThread* m_previous;
+  };
 
   std::recursive_mutex m_mutexStorage;
   std::condition_variable_any m_wake;  // wakes the thread; also signalled when a dispatch ends
@@ -54,6 +73,8 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
  private:
   void AfterArming() final;
   void Run() noexcept;
+
+  static thread_local const DispatchThread* t_runningCallbacksOf;
 
   ITimerQueueMonitor* const m_monitor;
   bool m_sleeping = false;

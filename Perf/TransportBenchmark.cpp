@@ -154,14 +154,14 @@ std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind) {
   rudp::EndpointOptions options;
   switch (kind) {
     case Kind::ReliableUdp:
-      return std::make_unique<ReliableUdpTransport>(options, KindName(kind));
+      return MakeReliableUdpTransport(options, KindName(kind));
     case Kind::ReliableUdpKnownPath:
       options.congestionControl = rudp::CongestionControl::None;
-      return std::make_unique<ReliableUdpTransport>(options, KindName(kind));
+      return MakeReliableUdpTransport(options, KindName(kind));
     case Kind::Enet:
-      return std::make_unique<EnetTransport>();
+      return MakeEnetTransport();
     case Kind::Tcp:
-      return std::make_unique<TcpTransport>();
+      return MakeTcpTransport();
   }
   return nullptr;
 }

@@ -31,8 +31,9 @@ class ConnectionState;
 // possibly before earlier sends still waiting for buffer space. Thread safety: every method may
 // be called from any thread.
 //
-// Lifetime: destroying the last shared_ptr closes gracefully (like Close()). Buffers passed to
-// AsyncSend and vectors passed to AsyncReceive must stay valid until their handler runs.
+// Lifetime: destroying the last shared_ptr closes gracefully (like Close()); its pending
+// receives then complete with operation_aborted and later messages are discarded. Buffers passed
+// to AsyncSend and vectors passed to AsyncReceive must stay valid until their handler runs.
 class Connection {
  public:
   using Handler = detail::UniqueFunction<void(boost::system::error_code)>;

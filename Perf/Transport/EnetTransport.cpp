@@ -58,14 +58,16 @@ ENetAddress Loopback(std::uint16_t port) {
   return address;
 }
 
-}  // namespace
-
-class EnetTransport::Impl {
+class EnetTransport final : public ITransportUnderTest {
  public:
-  Impl() { InitializeEnet(); }
-  ~Impl() { Stop(); }
+  EnetTransport() { InitializeEnet(); }
+  ~EnetTransport() override { Stop(); }
 
-  std::uint16_t StartServer(MessageHandler onMessage) {
+  std::string Name() const override { return "ENet"; }
+  EnetTransport(const EnetTransport&) = delete;
+  EnetTransport& operator=(const EnetTransport&) = delete;
+
+  std::uint16_t StartServer(MessageHandler onMessage) override {
     m_onMessage = std::move(onMessage);
     // Shared with the thread: set_value may still be running when get() has returned here.
     auto started = std::make_shared<std::promise<int>>();
@@ -79,7 +81,7 @@ class EnetTransport::Impl {
     return static_cast<std::uint16_t>(result);
   }
 
-  void Connect(std::uint16_t port) {
+  void Connect(std::uint16_t port) override {
     auto connected = std::make_shared<std::promise<std::string>>();
     std::future<std::string> error = connected->get_future();
     m_clientThread = std::thread([this, port, connected] { RunClient(port, *connected); });
@@ -92,7 +94,7 @@ class EnetTransport::Impl {
     m_connected = true;
   }
 
-  bool Send(const std::uint8_t* data, std::size_t size) {
+  bool Send(const std::uint8_t* data, std::size_t size) override {
     if (!m_connected) return false;
     // enet_packet_create only allocates and copies (no host state), so the copy is made here, on
     // the sender's thread, as the other adapters do.
@@ -108,7 +110,7 @@ class EnetTransport::Impl {
         // ENet calls freeCallback when it destroys the packet: once every fragment has been
         // acknowledged, or when the peer is reset. That is when the bytes stop being pending.
         packet->userData = this;
-        packet->freeCallback = &Impl::OnPacketFreed;
+        packet->freeCallback = &EnetTransport::OnPacketFreed;
         m_pendingBytes += size;
         ++m_messagesSent;
         m_queue.push_back(packet);
@@ -119,14 +121,14 @@ class EnetTransport::Impl {
     return false;
   }
 
-  bool Flush(int timeoutMs) {
+  bool Flush(int timeoutMs) override {
     std::unique_lock<std::mutex> lock(m_mutex);
     m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
                        [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
     return m_messagesDelivered >= m_messagesSent;
   }
 
-  TransportCounters ClientCounters() {
+  TransportCounters ClientCounters() override {
     TransportCounters counters;
     counters.wireBytesSent = m_wireBytesSent.load(std::memory_order_relaxed);
     counters.packetsSent = m_packetsSent.load(std::memory_order_relaxed);
@@ -135,7 +137,7 @@ class EnetTransport::Impl {
     return counters;
   }
 
-  void Stop() {
+  void Stop() override {
     // The client first: it disconnects gracefully while the server still services its host.
     if (m_clientThread.joinable()) {
       m_clientStop.store(true, std::memory_order_relaxed);
@@ -150,7 +152,7 @@ class EnetTransport::Impl {
 
  private:
   static void OnPacketFreed(ENetPacket* packet) {
-    auto* self = static_cast<Impl*>(packet->userData);
+    auto* self = static_cast<EnetTransport*>(packet->userData);
     {
       std::lock_guard<std::mutex> lock(self->m_mutex);
       self->m_pendingBytes -= packet->dataLength;
@@ -312,19 +314,10 @@ class EnetTransport::Impl {
   bool m_failed = false;
 };
 
-EnetTransport::EnetTransport() : m_impl(std::make_unique<Impl>()) {}
-EnetTransport::~EnetTransport() = default;
+}  // namespace
 
-std::string EnetTransport::Name() const { return "ENet"; }
-std::uint16_t EnetTransport::StartServer(MessageHandler onMessage) {
-  return m_impl->StartServer(std::move(onMessage));
+std::unique_ptr<ITransportUnderTest> MakeEnetTransport() {
+  return std::make_unique<EnetTransport>();
 }
-void EnetTransport::Connect(std::uint16_t port) { m_impl->Connect(port); }
-bool EnetTransport::Send(const std::uint8_t* data, std::size_t size) {
-  return m_impl->Send(data, size);
-}
-bool EnetTransport::Flush(int timeoutMs) { return m_impl->Flush(timeoutMs); }
-TransportCounters EnetTransport::ClientCounters() { return m_impl->ClientCounters(); }
-void EnetTransport::Stop() { m_impl->Stop(); }
 
 }  // namespace timerwheel::perf

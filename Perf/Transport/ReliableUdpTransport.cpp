@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ReliableUDP/Endpoint.h"
+#include "Transport/IoThread.h"
 
 namespace timerwheel::perf {
 namespace {
@@ -36,41 +37,19 @@ Udp::endpoint Loopback(std::uint16_t port) {
   return {boost::asio::ip::address_v4::loopback(), port};
 }
 
-// Runs an io_context on one thread. The work guard keeps run() going while nothing is pending
-// (before the first operation); Finish drops it, so run() returns once the handlers still queued
-// have run: nothing is abandoned, as long as the endpoint was closed first.
-class IoThread {
+class ReliableUdpTransport final : public ITransportUnderTest {
  public:
-  IoThread() : m_work(boost::asio::make_work_guard(m_io)), m_thread([this] { m_io.run(); }) {}
-  ~IoThread() { Finish(); }
-  IoThread(const IoThread&) = delete;
-  IoThread& operator=(const IoThread&) = delete;
-
-  boost::asio::io_context& Io() { return m_io; }
-  void Finish() {
-    m_work.reset();
-    if (m_thread.joinable()) m_thread.join();
-  }
-
- private:
-  boost::asio::io_context m_io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> m_work;
-  std::thread m_thread;
-};
-
-}  // namespace
-
-class ReliableUdpTransport::Impl {
- public:
-  Impl(rudp::EndpointOptions options, std::string name)
+  ReliableUdpTransport(rudp::EndpointOptions options, std::string name)
       : m_options(options), m_name(std::move(name)), m_buffers(kMaxOutstandingSends) {
     for (std::size_t i = 0; i < kMaxOutstandingSends; ++i) m_freeBuffers.push_back(i);
   }
-  ~Impl() { Stop(); }
+  ~ReliableUdpTransport() override { Stop(); }
+  ReliableUdpTransport(const ReliableUdpTransport&) = delete;
+  ReliableUdpTransport& operator=(const ReliableUdpTransport&) = delete;
 
-  const std::string& Name() const { return m_name; }
+  std::string Name() const override { return m_name; }
 
-  std::uint16_t StartServer(MessageHandler onMessage) {
+  std::uint16_t StartServer(MessageHandler onMessage) override {
     m_onMessage = std::move(onMessage);
     m_serverIo = std::make_unique<IoThread>();
     rudp::EndpointOptions options = m_options;
@@ -87,7 +66,7 @@ class ReliableUdpTransport::Impl {
     return m_serverEndpoint->LocalEndpoint().port();
   }
 
-  void Connect(std::uint16_t port) {
+  void Connect(std::uint16_t port) override {
     m_clientIo = std::make_unique<IoThread>();
     rudp::EndpointOptions options = m_options;
     options.acceptIncoming = false;  // a client-only endpoint answers no Hello
@@ -123,7 +102,7 @@ class ReliableUdpTransport::Impl {
     });
   }
 
-  bool Send(const std::uint8_t* data, std::size_t size) {
+  bool Send(const std::uint8_t* data, std::size_t size) override {
     std::size_t slot = 0;
     {
       std::unique_lock<std::mutex> lock(m_mutex);
@@ -149,20 +128,20 @@ class ReliableUdpTransport::Impl {
     return true;
   }
 
-  bool Flush(int timeoutMs) {
+  bool Flush(int timeoutMs) override {
     std::unique_lock<std::mutex> lock(m_mutex);
     m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
                        [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
     return m_messagesDelivered >= m_messagesSent;
   }
 
-  TransportCounters ClientCounters() {
+  TransportCounters ClientCounters() override {
     if (m_stopped) return m_finalCounters;
     if (!m_clientConnection) return {};
     return FromStatistics(m_clientConnection->GetStatistics());
   }
 
-  void Stop() {
+  void Stop() override {
     if (m_stopped) return;  // Stop and the destructor run on the benchmark's thread only
     m_stopped = true;
     {
@@ -250,20 +229,11 @@ class ReliableUdpTransport::Impl {
   bool m_clientClosed = false;
 };
 
-ReliableUdpTransport::ReliableUdpTransport(rudp::EndpointOptions options, std::string name)
-    : m_impl(std::make_unique<Impl>(options, std::move(name))) {}
-ReliableUdpTransport::~ReliableUdpTransport() = default;
+}  // namespace
 
-std::string ReliableUdpTransport::Name() const { return m_impl->Name(); }
-std::uint16_t ReliableUdpTransport::StartServer(MessageHandler onMessage) {
-  return m_impl->StartServer(std::move(onMessage));
+std::unique_ptr<ITransportUnderTest> MakeReliableUdpTransport(rudp::EndpointOptions options,
+                                                              std::string name) {
+  return std::make_unique<ReliableUdpTransport>(std::move(options), std::move(name));
 }
-void ReliableUdpTransport::Connect(std::uint16_t port) { m_impl->Connect(port); }
-bool ReliableUdpTransport::Send(const std::uint8_t* data, std::size_t size) {
-  return m_impl->Send(data, size);
-}
-bool ReliableUdpTransport::Flush(int timeoutMs) { return m_impl->Flush(timeoutMs); }
-TransportCounters ReliableUdpTransport::ClientCounters() { return m_impl->ClientCounters(); }
-void ReliableUdpTransport::Stop() { m_impl->Stop(); }
 
 }  // namespace timerwheel::perf

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "Transport/IoThread.h"
+
 namespace timerwheel::perf {
 namespace {
 
@@ -39,35 +41,16 @@ Tcp::endpoint Loopback(std::uint16_t port) {
   return {boost::asio::ip::address_v4::loopback(), port};
 }
 
-// Runs an io_context on one thread. The work guard keeps run() going while nothing is pending;
-// Finish drops it, so run() returns once the handlers still queued have run (the sockets must be
-// closed first), and joins.
-class IoThread {
+class TcpTransport final : public ITransportUnderTest {
  public:
-  IoThread() : m_work(boost::asio::make_work_guard(m_io)), m_thread([this] { m_io.run(); }) {}
-  ~IoThread() { Finish(); }
-  IoThread(const IoThread&) = delete;
-  IoThread& operator=(const IoThread&) = delete;
+  TcpTransport() = default;
+  ~TcpTransport() override { Stop(); }
 
-  boost::asio::io_context& Io() { return m_io; }
-  void Finish() {
-    m_work.reset();
-    if (m_thread.joinable()) m_thread.join();
-  }
+  std::string Name() const override { return "TCP"; }
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
 
- private:
-  boost::asio::io_context m_io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> m_work;
-  std::thread m_thread;
-};
-
-}  // namespace
-
-class TcpTransport::Impl {
- public:
-  ~Impl() { Stop(); }
-
-  std::uint16_t StartServer(MessageHandler onMessage) {
+  std::uint16_t StartServer(MessageHandler onMessage) override {
     m_onMessage = std::move(onMessage);
     m_serverIo = std::make_unique<IoThread>();
     m_acceptor.emplace(m_serverIo->Io(), Loopback(0));
@@ -84,7 +67,7 @@ class TcpTransport::Impl {
     return port;
   }
 
-  void Connect(std::uint16_t port) {
+  void Connect(std::uint16_t port) override {
     m_clientIo = std::make_unique<IoThread>();
     m_clientSocket.emplace(m_clientIo->Io());
     auto promise = std::make_shared<std::promise<boost::system::error_code>>();
@@ -107,7 +90,7 @@ class TcpTransport::Impl {
     m_connected = true;
   }
 
-  bool Send(const std::uint8_t* data, std::size_t size) {
+  bool Send(const std::uint8_t* data, std::size_t size) override {
     if (!m_connected) return false;
     const std::size_t frameSize = kHeaderSize + size;
     std::unique_lock<std::mutex> lock(m_mutex);
@@ -130,21 +113,21 @@ class TcpTransport::Impl {
     return true;
   }
 
-  bool Flush(int timeoutMs) {
+  bool Flush(int timeoutMs) override {
     std::unique_lock<std::mutex> lock(m_mutex);
     m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
                        [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
     return m_messagesDelivered >= m_messagesSent;
   }
 
-  TransportCounters ClientCounters() {
+  TransportCounters ClientCounters() override {
     std::lock_guard<std::mutex> lock(m_mutex);
     TransportCounters counters;
     counters.wireBytesSent = m_wireBytesSent;
     return counters;
   }
 
-  void Stop() {
+  void Stop() override {
     if (m_stopped) return;  // Stop and the destructor run on the benchmark's thread only
     m_stopped = true;
     m_connected = false;  // Send fails from now on
@@ -266,19 +249,8 @@ class TcpTransport::Impl {
   bool m_failed = false;
 };
 
-TcpTransport::TcpTransport() : m_impl(std::make_unique<Impl>()) {}
-TcpTransport::~TcpTransport() = default;
+}  // namespace
 
-std::string TcpTransport::Name() const { return "TCP"; }
-std::uint16_t TcpTransport::StartServer(MessageHandler onMessage) {
-  return m_impl->StartServer(std::move(onMessage));
-}
-void TcpTransport::Connect(std::uint16_t port) { m_impl->Connect(port); }
-bool TcpTransport::Send(const std::uint8_t* data, std::size_t size) {
-  return m_impl->Send(data, size);
-}
-bool TcpTransport::Flush(int timeoutMs) { return m_impl->Flush(timeoutMs); }
-TransportCounters TcpTransport::ClientCounters() { return m_impl->ClientCounters(); }
-void TcpTransport::Stop() { m_impl->Stop(); }
+std::unique_ptr<ITransportUnderTest> MakeTcpTransport() { return std::make_unique<TcpTransport>(); }
 
 }  // namespace timerwheel::perf

@@ -116,10 +116,10 @@ int main() {
   knownPath.congestionControl = timerwheel::rudp::CongestionControl::None;
   std::vector<std::unique_ptr<ITransportUnderTest>> transports;
   transports.push_back(
-      std::make_unique<ReliableUdpTransport>(timerwheel::rudp::EndpointOptions{}, "ReliableUDP"));
-  transports.push_back(std::make_unique<ReliableUdpTransport>(knownPath, "ReliableUDP known-path"));
-  transports.push_back(std::make_unique<EnetTransport>());
-  transports.push_back(std::make_unique<TcpTransport>());
+      MakeReliableUdpTransport(timerwheel::rudp::EndpointOptions{}, "ReliableUDP"));
+  transports.push_back(MakeReliableUdpTransport(knownPath, "ReliableUDP known-path"));
+  transports.push_back(MakeEnetTransport());
+  transports.push_back(MakeTcpTransport());
   int failures = 0;
   for (auto& transport : transports) {
     if (!Run(*transport)) ++failures;

@@ -20,17 +20,6 @@ constexpr unsigned kMaxViolations = 100;
 // Room for a STREAM frame's type, offset and length fields.
 constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
 
-// The QUIC varint that frames each message in the stream (the length prefix).
-std::size_t EncodeLengthPrefix(std::uint64_t value, std::uint8_t* out) {
-  const std::size_t size = VarIntSize(value);
-  const std::uint8_t lengthBits = size == 1 ? 0x00 : size == 2 ? 0x40 : size == 4 ? 0x80 : 0xC0;
-  for (std::size_t i = 0; i < size; ++i) {
-    out[size - 1 - i] = static_cast<std::uint8_t>(value >> (8 * i));
-  }
-  out[0] = static_cast<std::uint8_t>(out[0] | lengthBits);
-  return size;
-}
-
 boost::system::error_code Code(Error error) { return make_error_code(error); }
 
 }  // namespace
@@ -539,9 +528,9 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
     SendBuffer::Range range;
     if (writer.Remaining() > kStreamFrameOverhead &&
         m_sendBuffer.NextToSend(writer.Remaining() - kStreamFrameOverhead, m_peerMaxData, range)) {
-      m_sendBuffer.Read(range.offset, range.size, m_context.streamScratch.data());
       std::size_t written = 0;
-      if (writer.AppendStream(range.offset, m_context.streamScratch.data(), range.size, &written)) {
+      if (std::uint8_t* bytes = writer.AppendStreamHeader(range.offset, range.size, &written)) {
+        m_sendBuffer.Read(range.offset, written, bytes);  // straight into the datagram
         m_sendBuffer.OnSent(range.offset, written);
         sent.streamOffset = range.offset;
         sent.streamSize = static_cast<std::uint32_t>(written);
@@ -616,7 +605,7 @@ void ConnectionState::PumpSends() {
     PendingSend& send = m_pendingSends[m_sendsHead];
     if (!send.prefixWritten) {
       std::uint8_t prefix[8];
-      const std::size_t prefixSize = EncodeLengthPrefix(send.size, prefix);
+      const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
       if (m_sendBuffer.FreeSpace() < prefixSize) break;
       m_sendBuffer.Append(prefix, prefixSize);
       send.prefixWritten = true;
@@ -764,16 +753,21 @@ void ConnectionState::Shutdown(boost::system::error_code reason) {
 
 // --- Ending ------------------------------------------------------------------------------------
 
-void ConnectionState::BeginDraining(boost::system::error_code reason, Microseconds now) {
-  if (!m_endReason) m_endReason = reason;
-  m_phase = Phase::Draining;
+void ConnectionState::CompletePendingOperations() {
   for (std::size_t i = m_sendsHead; i < m_pendingSends.size(); ++i) {
     Complete(m_pendingSends[i].handler, m_endReason);
   }
   m_pendingSends.clear();
   m_sendsHead = 0;
+  PumpReceives();  // buffered messages after a graceful close; the reason for the rest
   for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
   m_closeWaiters.clear();
+}
+
+void ConnectionState::BeginDraining(boost::system::error_code reason, Microseconds now) {
+  if (!m_endReason) m_endReason = reason;
+  m_phase = Phase::Draining;
+  CompletePendingOperations();
   m_loss.DiscardAll();
   m_probesToSend = 0;
   m_pingPending = m_maxDataPending = m_closePending = false;
@@ -783,20 +777,12 @@ void ConnectionState::BeginDraining(boost::system::error_code reason, Microsecon
   // Stay to acknowledge a CLOSE the peer sends again because our ACK was lost.
   m_idleDeadline = now + 3 * m_loss.ProbeTimeout();
   ArmTimer(TimerKind::Idle, m_idleDeadline, now);
-  PumpReceives();
 }
 
 void ConnectionState::Terminate(boost::system::error_code reason) {
   if (!m_endReason) m_endReason = reason;
   m_phase = Phase::Closed;
-  for (std::size_t i = m_sendsHead; i < m_pendingSends.size(); ++i) {
-    Complete(m_pendingSends[i].handler, m_endReason);
-  }
-  m_pendingSends.clear();
-  m_sendsHead = 0;
-  PumpReceives();  // buffered messages after a graceful close; the reason for the rest
-  for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
-  m_closeWaiters.clear();
+  CompletePendingOperations();
   m_loss.DiscardAll();
   for (auto& timer : m_timers) {
     if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);

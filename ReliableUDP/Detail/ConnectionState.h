@@ -26,21 +26,29 @@ using CloseHandler = UniqueFunction<void(boost::system::error_code)>;
 // Thread safety: none. Every method is called with the endpoint's lock held (EndpointCore), and
 // user handlers are handed to IEndpointIo::Post, never run here.
 //
-// Lifecycle:
-//   Connecting (client)  --Welcome-->  Established  --Close()-->  Closing  --CLOSE acked-->  Closed
-//   Established/Closing  --CLOSE from peer-->  Draining (ACKs only, 3 PTOs)  -->  Closed
+// Lifecycle (graceful close is two-way, like TCP's FIN):
+//   Connecting (client)  --Welcome-->  Established
+//   Established  --Close(), or the peer's CLOSE-->  Closing: queued data still goes out; our
+//       CLOSE follows once all of it is acknowledged
+//   Closing  --our CLOSE acknowledged and the peer's received-->  Draining (ACKs only, 3 PTOs)
+//       -->  Closed
 //   any state  --Abort(), idle timeout, protocol error, endpoint shutdown-->  Closed
-// The end reason is fixed by the first of these; pending operations complete with it, except
-// that after ClosedByPeer whole messages already received are still delivered.
+// The end reason is fixed by the first of these (ClosedLocally or ClosedByPeer for a graceful
+// close: who closed first); pending operations complete with it, except that messages already
+// received are still delivered after a graceful close.
 //
-// Timers (one ITimerQueue timer per kind, never per packet): loss detection/PTO (or handshake
-// retransmission), delayed ACK, pacing, keepalive, idle (or handshake timeout, or the end of the
-// draining period). A timer is re-armed only when its deadline in whole milliseconds changes.
+// Timers (one ITimerQueue timer per kind, each created on first use, never per packet): loss
+// detection/PTO (or handshake retransmission), delayed ACK, pacing, keepalive, idle (or
+// handshake timeout, or the end of the draining period). A timer is re-armed only when its
+// deadline in whole milliseconds changes; an expiry already detached when it was re-armed or
+// cancelled is ignored.
 //
-// Liveness: the idle timer restarts whenever the peer acknowledges something new, so a peer
-// that still sends but no longer receives (one-way loss) is detected as well as a silent one.
-// The keepalive PING after keepaliveInterval without an ack-eliciting send keeps a quiet
-// connection acknowledged, and is acknowledged at once by the peer.
+// Liveness: the idle timer restarts whenever the peer acknowledges a packet newer than any
+// before (ACK-only ones count), so a peer that still sends but no longer receives (one-way loss)
+// is detected as well as a silent one. A keepalive PING goes after keepaliveInterval (servers:
+// 1.5 times that) without an ack-eliciting packet sent or received; a lone PING after a quiet
+// spell is answered with ACK + PING, so both sides see their packets acknowledged while only
+// one side's keepalive timer fires.
 class ConnectionState final : private IPacketFate {
  public:
   enum class Role { Client, Server };
@@ -132,6 +140,9 @@ class ConnectionState final : private IPacketFate {
   void PrepareProbe();
   void ProtocolViolation();
   void BeginDraining(boost::system::error_code reason, Microseconds now);
+  // With the end reason set: pending sends and close waiters complete with it; receives get
+  // the messages still buffered (after a graceful close), then the reason.
+  void CompletePendingOperations();
   // Closed: pending operations complete with the reason, timers destroyed, events.finished.
   void Terminate(boost::system::error_code reason);
   void Complete(UniqueFunction<void(boost::system::error_code)>& handler,

@@ -50,8 +50,7 @@ struct EndpointContext {
         timerGranularity(timerGranularity_),
         options(options_),
         connectionIds(RandomSipHashKey()),
-        datagram(options_.maxDatagramSize),
-        streamScratch(options_.maxDatagramSize) {}
+        datagram(options_.maxDatagramSize) {}
 
   // Every datagram goes out through here, so the endpoint's counters see all of them.
   void Send(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) {
@@ -70,9 +69,8 @@ struct EndpointContext {
   EndpointStatistics stats;
   // Scratch space shared by all connections (one lock): per-connection buffers would cost
   // every idle connection 2.4 KB.
-  std::vector<std::uint8_t> datagram;       // one outgoing datagram being built
-  std::vector<std::uint8_t> streamScratch;  // stream bytes on their way into it
-  std::vector<std::uint8_t> discarded;      // messages nobody will read (handle dropped)
+  std::vector<std::uint8_t> datagram;   // one outgoing datagram being built
+  std::vector<std::uint8_t> discarded;  // messages nobody will read (handle dropped)
 };
 
 }  // namespace timerwheel::rudp::detail

@@ -309,6 +309,10 @@ std::uint8_t TypeByte(PacketType type) noexcept {
 
 }  // namespace
 
+std::size_t EncodeVarInt(std::uint64_t value, std::uint8_t* out) noexcept {
+  return static_cast<std::size_t>(WriteVarInt(out, value) - out);
+}
+
 PacketWriter::PacketWriter(std::uint8_t* buffer, std::size_t capacity) noexcept
     : m_begin(buffer), m_position(buffer), m_end(buffer + capacity), m_framesBegin(buffer) {}
 
@@ -420,10 +424,22 @@ bool PacketWriter::AppendAck(const AckRange* ranges, std::size_t rangeCount,
 bool PacketWriter::AppendStream(std::uint64_t offset, const std::uint8_t* data, std::size_t length,
                                 std::size_t* written) noexcept {
   if (written != nullptr) *written = 0;
-  if (data == nullptr || length == 0 || offset >= kMaxVarInt) return false;
+  if (data == nullptr) return false;
+  std::size_t count = 0;
+  std::uint8_t* p = AppendStreamHeader(offset, length, &count);
+  if (p == nullptr) return false;
+  std::memcpy(p, data, count);
+  if (written != nullptr) *written = count;
+  return true;
+}
+
+std::uint8_t* PacketWriter::AppendStreamHeader(std::uint64_t offset, std::size_t length,
+                                               std::size_t* count) noexcept {
+  *count = 0;
+  if (length == 0 || offset >= kMaxVarInt) return nullptr;
   const std::size_t room = Remaining();
   const std::size_t fixed = 1 + VarIntSize(offset);
-  if (room <= fixed + 1) return false;  // type, offset, a length byte and one data byte at least
+  if (room <= fixed + 1) return nullptr;  // type, offset, a length byte and one data byte at least
   const std::size_t available = room - fixed;  // for the length field and the data
 
   // The largest n whose length field plus n bytes fit: try each length-field size.
@@ -435,17 +451,15 @@ bool PacketWriter::AppendStream(std::uint64_t offset, const std::uint8_t* data, 
     if (available <= fieldSize) break;
     best = std::max(best, std::min({wanted, std::uint64_t{available - fieldSize}, fieldMaximum}));
   }
-  if (best == 0) return false;
+  if (best == 0) return nullptr;
 
-  const std::size_t count = static_cast<std::size_t>(best);
+  *count = static_cast<std::size_t>(best);
   std::uint8_t* p = m_position;
   *p++ = static_cast<std::uint8_t>(FrameType::Stream);
   p = WriteVarInt(p, offset);
-  p = WriteVarInt(p, count);
-  std::memcpy(p, data, count);
-  m_position = p + count;
-  if (written != nullptr) *written = count;
-  return true;
+  p = WriteVarInt(p, *count);
+  m_position = p + *count;
+  return p;
 }
 
 bool PacketWriter::AppendMaxData(std::uint64_t maxData) noexcept {

@@ -46,6 +46,8 @@ const char* ToString(DecodeStatus status) noexcept;
 // QUIC variable-length integers (RFC 9000 section 16): 1, 2, 4 or 8 bytes, values < 2^62.
 inline constexpr std::uint64_t kMaxVarInt = (std::uint64_t{1} << 62) - 1;
 std::size_t VarIntSize(std::uint64_t value) noexcept;  // value must be <= kMaxVarInt
+// Writes the minimal encoding of `value` (<= kMaxVarInt) at `out`; returns its size (1-8).
+std::size_t EncodeVarInt(std::uint64_t value, std::uint8_t* out) noexcept;
 
 // What a peer says about itself in HelloWithCookie and Welcome.
 struct TransportParameters {
@@ -160,6 +162,12 @@ class PacketWriter {
   // how much.
   bool AppendStream(std::uint64_t offset, const std::uint8_t* data, std::size_t length,
                     std::size_t* written) noexcept;
+  // The same without the copy: writes the frame's header for as many of `length` bytes as fit
+  // (*count, at least 1) and returns where the caller must write exactly those bytes; nullptr
+  // (nothing written) if not even one fits. Lets a sender read its stream straight into the
+  // datagram.
+  std::uint8_t* AppendStreamHeader(std::uint64_t offset, std::size_t length,
+                                   std::size_t* count) noexcept;
   bool AppendMaxData(std::uint64_t maxData) noexcept;
   bool AppendClose(CloseCode code) noexcept;
 

@@ -22,37 +22,19 @@
 #include <vector>
 
 #include "Relay/ImpairmentRelay.h"
+#include "Support/IoThreads.h"
 
 using timerwheel::relay::ImpairmentProfile;
 using timerwheel::relay::ImpairmentRelay;
 using timerwheel::relay::LinkCounters;
 using Udp = boost::asio::ip::udp;
 
+using timerwheel::test::IoThreads;
+
 namespace {
 
 constexpr auto kGenerous = std::chrono::seconds(30);
 const Udp::endpoint kAnyLoopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
-
-// An io_context run by `threads` threads until Stop (which lets them finish what is queued).
-class IoThreads {
- public:
-  explicit IoThreads(unsigned threads) : m_guard(m_io.get_executor()) {
-    for (unsigned i = 0; i < threads; ++i) m_threads.emplace_back([this] { m_io.run(); });
-  }
-  ~IoThreads() { Stop(); }
-  void Stop() {
-    m_guard.reset();
-    for (auto& thread : m_threads) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  boost::asio::io_context& Io() { return m_io; }
-
- private:
-  boost::asio::io_context m_io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> m_guard;
-  std::vector<std::thread> m_threads;
-};
 
 // Echoes every datagram back to its sender, and counts them. Every use of the socket is on one
 // strand, and Close waits for the last handler, so the server may then be destroyed.

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "ReliableUDP/Endpoint.h"
+#include "ReliableUDP/Support/ConnectEndpoints.h"
 #include "ReliableUDP/Support/MessageStream.h"
+#include "Support/IoThreads.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -40,28 +42,6 @@ constexpr auto kGenerous = std::chrono::seconds(60);
 
 const Udp::endpoint kAnyLoopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
 
-// An io_context run by `threads` threads. Stop lets the threads finish the work that is left
-// (every endpoint must be closed by then) rather than abandoning handlers.
-class IoThreads {
- public:
-  explicit IoThreads(unsigned threads) : m_guard(m_io.get_executor()) {
-    for (unsigned i = 0; i < threads; ++i) m_threads.emplace_back([this] { m_io.run(); });
-  }
-  ~IoThreads() { Stop(); }
-  void Stop() {
-    m_guard.reset();
-    for (auto& thread : m_threads) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  boost::asio::io_context& Io() { return m_io; }
-
- private:
-  boost::asio::io_context m_io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> m_guard;
-  std::vector<std::thread> m_threads;
-};
-
 rudp::EndpointOptions ServerOptions() {
   rudp::EndpointOptions options;
   options.acceptIncoming = true;
@@ -71,25 +51,10 @@ rudp::EndpointOptions ServerOptions() {
 // Connects `client` to `server` and returns both ends of the connection.
 std::pair<std::shared_ptr<Connection>, std::shared_ptr<Connection>> ConnectPair(Endpoint& client,
                                                                                 Endpoint& server) {
-  std::promise<std::shared_ptr<Connection>> accepted, connected;
-  server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-    if (ec) c = nullptr;
-    accepted.set_value(std::move(c));
-  });
-  client.AsyncConnect(server.LocalEndpoint(),
-                      [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-                        if (ec) c = nullptr;
-                        connected.set_value(std::move(c));
-                      });
-  auto connectedFuture = connected.get_future();
-  auto acceptedFuture = accepted.get_future();
-  REQUIRE(connectedFuture.wait_for(kGenerous) == std::future_status::ready);
-  REQUIRE(acceptedFuture.wait_for(kGenerous) == std::future_status::ready);
-  auto clientSide = connectedFuture.get();
-  auto serverSide = acceptedFuture.get();
-  REQUIRE(clientSide);
-  REQUIRE(serverSide);
-  return {clientSide, serverSide};
+  auto sides = ConnectEndpoints(client, server, server.LocalEndpoint(), kGenerous);
+  REQUIRE(sides.first);
+  REQUIRE(sides.second);
+  return sides;
 }
 
 // Runs the stream and waits for it to finish.

@@ -13,11 +13,14 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "Relay/ImpairmentRelay.h"
 #include "ReliableUDP/Endpoint.h"
+#include "ReliableUDP/Support/ConnectEndpoints.h"
 #include "ReliableUDP/Support/MessageStream.h"
+#include "Support/IoThreads.h"
 #include "Support/Sha256.h"
 
 using namespace timerwheel;
@@ -34,31 +37,15 @@ const Udp::endpoint kLoopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
 class RelayedPair {
  public:
   RelayedPair(const relay::ImpairmentProfile& toServer, const relay::ImpairmentProfile& toClient,
-              std::uint64_t seed, rudp::EndpointOptions options = {})
-      : m_work(m_io.get_executor()) {
+              std::uint64_t seed, rudp::EndpointOptions options = {}) {
     rudp::EndpointOptions serverOptions = options;
     serverOptions.acceptIncoming = true;
     options.handshakeTimeout = 60'000;  // at 30 % loss a handshake may take a few tries
-    server.emplace(m_io, kLoopback, serverOptions);
-    relay.emplace(m_io, kLoopback, server->LocalEndpoint(), toServer, toClient, seed);
-    client.emplace(m_io, kLoopback, options);
-    for (int i = 0; i < 2; ++i) m_threads.emplace_back([this] { m_io.run(); });
-
-    std::promise<std::shared_ptr<Connection>> accepted, connected;
-    server->AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-      accepted.set_value(ec ? nullptr : std::move(c));
-    });
-    client->AsyncConnect(relay->LocalEndpoint(),
-                         [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-                           connected.set_value(ec ? nullptr : std::move(c));
-                         });
-    auto connectedFuture = connected.get_future();
-    auto acceptedFuture = accepted.get_future();
-    if (connectedFuture.wait_for(std::chrono::seconds(90)) == std::future_status::ready &&
-        acceptedFuture.wait_for(std::chrono::seconds(90)) == std::future_status::ready) {
-      clientSide = connectedFuture.get();
-      serverSide = acceptedFuture.get();
-    }
+    server.emplace(m_threads.Io(), kLoopback, serverOptions);
+    relay.emplace(m_threads.Io(), kLoopback, server->LocalEndpoint(), toServer, toClient, seed);
+    client.emplace(m_threads.Io(), kLoopback, options);
+    std::tie(clientSide, serverSide) =
+        ConnectEndpoints(*client, *server, relay->LocalEndpoint(), std::chrono::seconds(90));
   }
 
   ~RelayedPair() {
@@ -67,14 +54,11 @@ class RelayedPair {
     client.reset();
     relay.reset();
     server.reset();
-    m_work.reset();
-    for (auto& thread : m_threads) thread.join();
+    m_threads.Stop();
   }
 
  private:
-  boost::asio::io_context m_io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> m_work;
-  std::vector<std::thread> m_threads;
+  IoThreads m_threads{2};
 
  public:
   std::optional<Endpoint> server;

@@ -22,6 +22,9 @@ using namespace timerwheel;
 using namespace timerwheel::test;
 using namespace std::chrono_literals;
 
+// Threads share handles through atomics (below); that must not need libatomic with any compiler.
+static_assert(std::atomic<TimerHandle>::is_always_lock_free, "TimerHandle must be 8-byte aligned");
+
 namespace {
 
 constexpr auto kGenerousWait = 20s;

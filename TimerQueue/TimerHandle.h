@@ -14,7 +14,9 @@ class TimerHandleAccess;
 // record when it was created: destroying a timer bumps the generation, so a stale copy of the
 // handle can never reach a newer timer that reuses the slot (validation is one compare).
 // Handles are only meaningful to the queue that created them.
-class TimerHandle {
+// Aligned like a 64-bit integer so that std::atomic<TimerHandle> is lock-free with every compiler
+// (with 4-byte alignment Clang calls libatomic for it).
+class alignas(8) TimerHandle {
  public:
   constexpr TimerHandle() noexcept = default;
 

@@ -3,10 +3,12 @@
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
 // Usage: TransportBenchmark [--quick | --full] [--results DIR] [--only latency|bulk|many]...
+//                           [--idle N]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
 //   --only   run just these parts (default: all three)
+//   --idle   just this many idle connections in the many part (repeatable; no active run)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)
@@ -383,6 +385,38 @@ struct ManyRow {
   Percentiles latencyMs;
 };
 
+// The server's own figures over the measurement window: which timers fired, and why.
+struct ServerWindowTotals {
+  std::uint64_t fired[rudp::kTimerKindCount] = {};
+  std::uint64_t probeTimeouts = 0;
+  std::uint64_t packetsLost = 0;
+  rudp::EndpointStatistics endpoint;
+  void Add(const rudp::ConnectionStatistics& statistics) {
+    for (unsigned kind = 0; kind < rudp::kTimerKindCount; ++kind) {
+      fired[kind] += statistics.timerFired[kind];
+    }
+    probeTimeouts += statistics.probeTimeouts;
+    packetsLost += statistics.packetsLost;
+  }
+  void PrintSince(const ServerWindowTotals& before, const std::string& queue,
+                  std::size_t count) const {
+    const auto delta = [](std::uint64_t after, std::uint64_t earlier) {
+      return static_cast<unsigned long long>(after - std::min(after, earlier));
+    };
+    std::fprintf(stderr,
+                 "many: %s %zu: server timers fired in the window (loss detection, delayed ACK, "
+                 "pacing, keepalive, idle): %llu %llu %llu %llu %llu; PTOs %llu, packets lost "
+                 "%llu, datagrams in %llu out %llu, send would-block %llu\n",
+                 queue.c_str(), count, delta(fired[0], before.fired[0]),
+                 delta(fired[1], before.fired[1]), delta(fired[2], before.fired[2]),
+                 delta(fired[3], before.fired[3]), delta(fired[4], before.fired[4]),
+                 delta(probeTimeouts, before.probeTimeouts), delta(packetsLost, before.packetsLost),
+                 delta(endpoint.datagramsReceived, before.endpoint.datagramsReceived),
+                 delta(endpoint.datagramsSent, before.endpoint.datagramsSent),
+                 delta(endpoint.sendWouldBlock, before.endpoint.sendWouldBlock));
+  }
+};
+
 pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
   const std::string portText = std::to_string(port), countText = std::to_string(count),
                     rateText = std::to_string(rate), secondsText = std::to_string(seconds);
@@ -470,6 +504,15 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
       std::lock_guard<std::mutex> lock(mutex);
       latencies.clear();
     }
+    // What the server's connections did in the window, to explain the timers/s column.
+    const auto serverTotals = [&] {
+      ServerWindowTotals totals;
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const auto& connection : accepted) totals.Add(connection->GetStatistics());
+      totals.endpoint = server.GetStatistics();
+      return totals;
+    };
+    const ServerWindowTotals totalsBefore = serverTotals();
     const std::uint64_t receivedBefore = received;
     const auto firedBefore = monitor.Fired();
     const double cpuBefore = ProcessCpuSeconds();
@@ -495,6 +538,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
       std::lock_guard<std::mutex> lock(mutex);
       row.latencyMs = ComputePercentiles(latencies);
     }
+    serverTotals().PrintSince(totalsBefore, row.queue, count);
     if (open != count) std::fprintf(stderr, "many: only %zu of %zu connected\n", open, count);
     kill(child, SIGTERM);
     int status = 0;
@@ -557,13 +601,19 @@ int main(int argc, char** argv) {
       settings.bulkSeconds = 10;
       settings.manyWindow = 60;
       settings.idleCounts = {1000, 10000, 100000};
+    } else if (arg == "--idle" && i + 1 < argc) {
+      // Only these idle counts (repeatable), and no active run: one point of the grid.
+      if (settings.activeCount != 0) settings.idleCounts.clear();
+      settings.activeCount = 0;
+      settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
     } else if (arg == "--results" && i + 1 < argc) {
       settings.results = argv[++i];
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many]...\n",
+                   "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many]... "
+                   "[--idle N]...\n",
                    argv[0]);
       return 2;
     }
@@ -736,6 +786,7 @@ void RunManyTable(const Settings& settings) {
       printMany(RunMany(kind, count, 0, settings.manyWindow));
     }
   }
+  if (settings.activeCount == 0) return;
   for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
     printMany(RunMany(kind, settings.activeCount, 1, settings.manyWindow / 2));
   }

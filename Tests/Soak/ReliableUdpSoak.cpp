@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -63,11 +65,14 @@ void Problem(const std::string& what) {
 }
 
 // One client connection's sender, driven by a steady_timer at `rate` messages per second.
+// The io_context has two threads and an asio timer is not thread-safe: the timer's handlers and
+// Stop run on one strand (Start runs before anything else can touch the timer).
 class Sender : public std::enable_shared_from_this<Sender> {
  public:
   Sender(boost::asio::io_context& io, std::shared_ptr<rudp::Connection> connection,
          std::uint32_t id, double rate)
-      : m_timer(io),
+      : m_strand(boost::asio::make_strand(io)),
+        m_timer(m_strand),
         m_connection(std::move(connection)),
         m_id(id),
         m_interval(std::chrono::microseconds(static_cast<long long>(1e6 / rate))) {}
@@ -77,8 +82,10 @@ class Sender : public std::enable_shared_from_this<Sender> {
     Arm();
   }
   void Stop() {
-    m_stopped = true;
-    m_timer.cancel();
+    boost::asio::post(m_strand, [self = shared_from_this()] {
+      self->m_stopped = true;
+      self->m_timer.cancel();
+    });
   }
 
  private:
@@ -103,6 +110,7 @@ class Sender : public std::enable_shared_from_this<Sender> {
     });
   }
 
+  boost::asio::strand<boost::asio::io_context::executor_type> m_strand;
   boost::asio::steady_timer m_timer;
   std::shared_ptr<rudp::Connection> m_connection;
   std::uint32_t m_id;

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -113,11 +112,7 @@ AsioTimerQueue::AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQ
 
 AsioTimerQueue::~AsioTimerQueue() {
   m_state->BeginShutdown();
-  if (m_state->IsDispatchingOnThisThread()) {  // destroyed from its own callback
-    std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
-               stderr);
-    std::terminate();
-  }
+  if (m_state->IsDispatchingOnThisThread()) detail::TerminateDestroyedFromOwnCallback();
   m_state->WaitUntilIdle();
 }
 

@@ -27,4 +27,12 @@ void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr
   ReportCallbackErrorToStderr(error);
 }
 
+namespace detail {
+void TerminateDestroyedFromOwnCallback() noexcept {
+  std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
+             stderr);
+  std::terminate();
+}
+}  // namespace detail
+
 }  // namespace timerwheel

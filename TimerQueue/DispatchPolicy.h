@@ -34,4 +34,10 @@ void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept;
 // What drivers call: `handler` if set (falling back to stderr if it throws), else stderr.
 void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr error) noexcept;
 
+namespace detail {
+// What every driver does when it is destroyed from one of its own callbacks (see ITimer.h): says
+// so on stderr, then std::terminate (its thread would go on using freed members).
+[[noreturn]] void TerminateDestroyedFromOwnCallback() noexcept;
+}  // namespace detail
+
 }  // namespace timerwheel

@@ -67,8 +67,8 @@ struct EndpointContext {
   ChunkPool pool;
   ConnectionIdGenerator connectionIds;
   EndpointStatistics stats;
-  // Scratch space shared by all connections (one lock): per-connection buffers would cost
-  // every idle connection 2.4 KB.
+  // Scratch space shared by all connections (one lock): a datagram buffer per connection would
+  // cost every idle connection maxDatagramSize (1.2 KB by default).
   std::vector<std::uint8_t> datagram;   // one outgoing datagram being built
   std::vector<std::uint8_t> discarded;  // messages nobody will read (handle dropped)
 };

@@ -1,7 +1,6 @@
 #include "TimerQueue/Detail/DispatchThread.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
 
 #include "TimerQueue/DispatchPolicy.h"
@@ -28,11 +27,7 @@ void DispatchThread::StopThread() noexcept {
   BeginShutdown();
   if (!m_thread.joinable()) return;
   // Destroyed from one of its own callbacks: the thread would go on using freed members.
-  if (OnDispatchThread()) {
-    std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
-               stderr);
-    std::terminate();
-  }
+  if (OnDispatchThread()) TerminateDestroyedFromOwnCallback();
   m_thread.join();
 }
 

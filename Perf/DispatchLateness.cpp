@@ -82,7 +82,8 @@ void Report(const char* driverName, const char* policy, const char* queueName,
 }
 
 template <class MakeQueue>
-void MeasureQueue(const char* queueName, MakeQueue makeQueue, std::size_t count, Milliseconds spread) {
+void MeasureQueue(const char* queueName, MakeQueue makeQueue, std::size_t count,
+                  Milliseconds spread) {
   for (DispatchPolicy policy : {DispatchPolicy::WithoutLock, DispatchPolicy::WithLockHeld}) {
     const char* policyName = policy == DispatchPolicy::WithoutLock ? "without-lock" : "lock-held";
     {
@@ -125,15 +126,21 @@ int main(int argc, char** argv) {
   std::printf("%zu timers, timeouts 1..%u ms, system clock; lateness in ms\n", count, spread);
   std::printf("%-9s %-13s %-6s %9s %9s %9s %9s\n", "driver", "policy", "queue", "p50", "p99", "max",
               "wake-ups");
-  MeasureQueue("heap", [](ITimerQueueMonitor* monitor) {
-    TimerQueueOptions options;
-    options.monitor = monitor;
-    return std::make_unique<TimerQueue>(options);
-  }, count, spread);
-  MeasureQueue("wheel", [](ITimerQueueMonitor* monitor) {
-    TimerWheelOptions options;
-    options.monitor = monitor;
-    return std::make_unique<TimerWheel>(options);
-  }, count, spread);
+  MeasureQueue(
+      "heap",
+      [](ITimerQueueMonitor* monitor) {
+        TimerQueueOptions options;
+        options.monitor = monitor;
+        return std::make_unique<TimerQueue>(options);
+      },
+      count, spread);
+  MeasureQueue(
+      "wheel",
+      [](ITimerQueueMonitor* monitor) {
+        TimerWheelOptions options;
+        options.monitor = monitor;
+        return std::make_unique<TimerWheel>(options);
+      },
+      count, spread);
   return 0;
 }

@@ -52,11 +52,13 @@ Result Measure(Queue& queue, std::size_t liveTimers, std::size_t operations) {
   }
   using Clock = std::chrono::steady_clock;
   auto nsPerOp = [&](Clock::duration elapsed) {
-    return std::chrono::duration<double, std::nano>(elapsed).count() / static_cast<double>(operations);
+    return std::chrono::duration<double, std::nano>(elapsed).count() /
+           static_cast<double>(operations);
   };
 
   auto start = Clock::now();
-  for (std::size_t i = 0; i < operations; ++i) queue.SetTimer(handles[picks[i]], timer, timeouts[i], i);
+  for (std::size_t i = 0; i < operations; ++i)
+    queue.SetTimer(handles[picks[i]], timer, timeouts[i], i);
   const double setNs = nsPerOp(Clock::now() - start);
 
   start = Clock::now();
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int repeats = quick ? 1 : 5;
   VariableTicks ticks;
-  std::printf("%-6s %10s %12s %12s %16s\n", "queue", "live", "re-arm ns", "cancel ns", "NextTimeout ns");
+  std::printf("%-6s %10s %12s %12s %16s\n", "queue", "live", "re-arm ns", "cancel ns",
+              "NextTimeout ns");
   for (std::size_t live : {std::size_t{10'000}, std::size_t{1'000'000}}) {
     const std::size_t operations = quick ? 100'000 : 2'000'000;
     const Result heap = Median(
@@ -121,8 +124,10 @@ int main(int argc, char** argv) {
           return std::make_unique<TimerWheel>(options, ticks);
         },
         live, operations, repeats);
-    std::printf("%-6s %10zu %12.1f %12.1f %16.1f\n", "heap", live, heap.setNs, heap.cancelNs, heap.nextTimeoutNs);
-    std::printf("%-6s %10zu %12.1f %12.1f %16.1f\n", "wheel", live, wheel.setNs, wheel.cancelNs, wheel.nextTimeoutNs);
+    std::printf("%-6s %10zu %12.1f %12.1f %16.1f\n", "heap", live, heap.setNs, heap.cancelNs,
+                heap.nextTimeoutNs);
+    std::printf("%-6s %10zu %12.1f %12.1f %16.1f\n", "wheel", live, wheel.setNs, wheel.cancelNs,
+                wheel.nextTimeoutNs);
   }
   return 0;
 }

@@ -69,15 +69,15 @@ class Report {
   explicit Report(int repeats) : m_repeats(repeats) {}
 
   // Runs `measure` m_repeats times and records median, min and max.
-  void Measure(const std::string& workload, const std::string& operation, const char* implementation,
-               const std::function<double(std::uint64_t&)>& measure) {
+  void Measure(const std::string& workload, const std::string& operation,
+               const char* implementation, const std::function<double(std::uint64_t&)>& measure) {
     std::fprintf(stderr, "  %-34s %-24s\r", operation.c_str(), implementation);
     std::vector<double> values;
     std::uint64_t checksum = 0;
     for (int r = 0; r < m_repeats; ++r) values.push_back(measure(checksum));
     std::sort(values.begin(), values.end());
-    m_rows.push_back({workload, operation, implementation, values[values.size() / 2], values.front(),
-                      values.back(), checksum});
+    m_rows.push_back({workload, operation, implementation, values[values.size() / 2],
+                      values.front(), values.back(), checksum});
   }
 
   void Skip(const std::string& workload, const std::string& operation, const char* implementation) {
@@ -94,15 +94,15 @@ class Report {
       if (row.operation != operation) {
         operation = row.operation;
         heap = row.median;
-        std::printf("%-34s %-24s %10s %21s %8s%s\n", operation.c_str(), "", unit, "min - max", "x heap",
-                    showChecksum ? "   checksum" : "");
+        std::printf("%-34s %-24s %10s %21s %8s%s\n", operation.c_str(), "", unit, "min - max",
+                    "x heap", showChecksum ? "   checksum" : "");
       }
       if (row.median < 0) {
         std::printf("%-34s %-24s %10s\n", "", row.implementation.c_str(), "n/a");
         continue;
       }
-      std::printf("%-34s %-24s %10.1f %10.1f - %-8.1f %8.2f", "", row.implementation.c_str(), row.median,
-                  row.min, row.max, heap > 0 ? row.median / heap : 0.0);
+      std::printf("%-34s %-24s %10.1f %10.1f - %-8.1f %8.2f", "", row.implementation.c_str(),
+                  row.median, row.min, row.max, heap > 0 ? row.median / heap : 0.0);
       if (showChecksum) std::printf("   %llu", static_cast<unsigned long long>(row.checksum));
       std::printf("\n");
     }
@@ -113,8 +113,8 @@ class Report {
     std::ofstream out(path);
     out << "workload,operation,implementation,median,min,max,checksum\n";
     for (const Row& row : m_rows) {
-      out << '"' << row.workload << "\",\"" << row.operation << "\",\"" << row.implementation << "\","
-          << row.median << ',' << row.min << ',' << row.max << ',' << row.checksum << '\n';
+      out << '"' << row.workload << "\",\"" << row.operation << "\",\"" << row.implementation
+          << "\"," << row.median << ',' << row.min << ',' << row.max << ',' << row.checksum << '\n';
     }
   }
 
@@ -123,8 +123,8 @@ class Report {
   void WriteSeries(const std::string& workload, const std::string& path) const {
     std::vector<std::string> implementations;
     for (const Row& row : m_rows) {
-      if (row.workload == workload &&
-          std::find(implementations.begin(), implementations.end(), row.implementation) == implementations.end()) {
+      if (row.workload == workload && std::find(implementations.begin(), implementations.end(),
+                                                row.implementation) == implementations.end()) {
         implementations.push_back(row.implementation);
       }
     }
@@ -167,7 +167,8 @@ double BytesPerTimer(std::size_t timers, MakeQueue makeQueue) {
 
 // 5. Set + cancel pairs through ThreadedTimerQueue (system clock, timers never fire), from 1 or
 // 2 threads, each on its own 1,000 timers. Nanoseconds per operation across all threads.
-double ThreadedSetCancel(IManageTimerQueue& queue, DispatchPolicy policy, int threads, std::size_t pairs) {
+double ThreadedSetCancel(IManageTimerQueue& queue, DispatchPolicy policy, int threads,
+                         std::size_t pairs) {
   struct Never final : ITimer {
     void OnTimer(UserData) override {}
   } never;
@@ -183,7 +184,8 @@ double ThreadedSetCancel(IManageTimerQueue& queue, DispatchPolicy policy, int th
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       for (std::size_t i = 0; i < pairs; ++i) {
-        driver.SetTimer(handles[t][i % 1000], never, static_cast<Milliseconds>(30'000 + i % 1000), i);
+        driver.SetTimer(handles[t][i % 1000], never, static_cast<Milliseconds>(30'000 + i % 1000),
+                        i);
         driver.CancelTimer(handles[t][i % 1000]);
       }
     });
@@ -218,8 +220,9 @@ int main(int argc, char** argv) {
   const int repeats = quick ? 1 : 3;
   const std::size_t scale = quick ? 10 : 1;  // operations are divided by this in --quick
   Report report(repeats);
-  std::printf("TimerWheel side-by-side benchmark%s: median of %d runs, ns per operation unless said\n",
-              quick ? " (--quick: smaller sizes, one run)" : "", repeats);
+  std::printf(
+      "TimerWheel side-by-side benchmark%s: median of %d runs, ns per operation unless said\n",
+      quick ? " (--quick: smaller sizes, one run)" : "", repeats);
 
   // 1. The classic operation set.
   const std::string w1 = "1. classic operation set, 100,000 timers, timeouts i % 4000 ms";
@@ -227,7 +230,8 @@ int main(int argc, char** argv) {
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
     const std::size_t n = 100'000 / scale;
-    report.Measure(w1, "create", implementation.name, [&](std::uint64_t&) { return CreateTimers<Adapter>(n); });
+    report.Measure(w1, "create", implementation.name,
+                   [&](std::uint64_t&) { return CreateTimers<Adapter>(n); });
   });
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
@@ -241,14 +245,16 @@ int main(int argc, char** argv) {
   });
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
-    report.Measure(w1, "1,000 timers x 100 equal deadlines", implementation.name,
-                   [&](std::uint64_t&) { return SetEqualDeadlines<Adapter>(1000, 100 / (quick ? 10 : 1)); });
+    report.Measure(
+        w1, "1,000 timers x 100 equal deadlines", implementation.name,
+        [&](std::uint64_t&) { return SetEqualDeadlines<Adapter>(1000, 100 / (quick ? 10 : 1)); });
   });
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
     if constexpr (Adapter::kVirtualTime) {
-      report.Measure(w1, "set 100,000 then drain (per timer)", implementation.name,
-                     [&](std::uint64_t& checksum) { return SetAndDrain<Adapter>(100'000 / scale, checksum); });
+      report.Measure(
+          w1, "set 100,000 then drain (per timer)", implementation.name,
+          [&](std::uint64_t& checksum) { return SetAndDrain<Adapter>(100'000 / scale, checksum); });
     } else {
       report.Skip(w1, "set 100,000 then drain (per timer)", implementation.name);
     }
@@ -256,7 +262,8 @@ int main(int argc, char** argv) {
   report.Print(w1, "ns/op");
 
   // 2. Retransmit-style scaling.
-  const std::string w2 = "2. retransmit-style: re-arm 90%, cancel+re-arm 9%, fire 1%, by live timers";
+  const std::string w2 =
+      "2. retransmit-style: re-arm 90%, cancel+re-arm 9%, fire 1%, by live timers";
   std::fprintf(stderr, "%s\n", w2.c_str());
   std::vector<std::size_t> sizes = {1'000, 10'000, 100'000, 1'000'000, 10'000'000};
   if (quick) sizes = {1'000, 10'000, 100'000};
@@ -265,7 +272,8 @@ int main(int argc, char** argv) {
       using Adapter = typename decltype(implementation)::Adapter;
       const std::string operation = "live timers " + Count(live);
       // At 10M only the O(1)/O(log n) queues of this library: the others take minutes there.
-      const bool ours = std::is_same_v<Adapter, HeapAdapter> || std::is_same_v<Adapter, WheelAdapter>;
+      const bool ours =
+          std::is_same_v<Adapter, HeapAdapter> || std::is_same_v<Adapter, WheelAdapter>;
       if (live >= 10'000'000 && !ours) {
         report.Skip(w2, operation, implementation.name);
         return;
@@ -288,8 +296,9 @@ int main(int argc, char** argv) {
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
     const std::size_t live = quick ? 100'000 : 1'000'000;
-    report.Measure(w3, "cold cancel+re-arm among " + Count(live), implementation.name,
-                   [&](std::uint64_t&) { return ColdCancelRearm<Adapter>(live, 1'000'000 / scale); });
+    report.Measure(
+        w3, "cold cancel+re-arm among " + Count(live), implementation.name,
+        [&](std::uint64_t&) { return ColdCancelRearm<Adapter>(live, 1'000'000 / scale); });
   });
   ForEachImplementation([&](auto implementation) {
     using Adapter = typename decltype(implementation)::Adapter;
@@ -322,12 +331,14 @@ int main(int argc, char** argv) {
   report.Print(w4, "ms", /*showChecksum=*/true);
 
   // 5. Threaded dispatch: set+cancel throughput through ThreadedTimerQueue.
-  const std::string w5 = "5. set+cancel through ThreadedTimerQueue (system clock), ns per operation";
+  const std::string w5 =
+      "5. set+cancel through ThreadedTimerQueue (system clock), ns per operation";
   std::fprintf(stderr, "%s\n", w5.c_str());
   for (int threads : {1, 2}) {
     for (DispatchPolicy policy : {DispatchPolicy::WithoutLock, DispatchPolicy::WithLockHeld}) {
-      const std::string operation = std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") +
-                                    (policy == DispatchPolicy::WithoutLock ? ", without lock" : ", lock held");
+      const std::string operation =
+          std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") +
+          (policy == DispatchPolicy::WithoutLock ? ", without lock" : ", lock held");
       const std::size_t pairs = 500'000 / scale;
       report.Measure(w5, operation, "heap", [&](std::uint64_t&) {
         TimerQueue queue;
@@ -343,10 +354,13 @@ int main(int argc, char** argv) {
 
   // Memory per live timer, measured from the allocator.
   const std::size_t memoryTimers = quick ? 100'000 : 1'000'000;
-  std::printf("\n== memory: bytes per live timer with %s timers set (allocator, handles excluded)\n",
-              Count(memoryTimers).c_str());
-  std::printf("heap  %6.1f\n", BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerQueue>(); }));
-  std::printf("wheel %6.1f\n", BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerWheel>(); }));
+  std::printf(
+      "\n== memory: bytes per live timer with %s timers set (allocator, handles excluded)\n",
+      Count(memoryTimers).c_str());
+  std::printf("heap  %6.1f\n",
+              BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerQueue>(); }));
+  std::printf("wheel %6.1f\n",
+              BytesPerTimer(memoryTimers, [] { return std::make_unique<TimerWheel>(); }));
 
   // Files: CSV of every row, data series and plots of the two scaling curves.
   std::string command = "mkdir -p '" + results + "'";
@@ -355,19 +369,29 @@ int main(int argc, char** argv) {
   report.WriteSeries(w2, results + "/retransmit-scaling.dat");
   report.WriteSeries(w4, results + "/protocol-mix.dat");
   std::ofstream plot(results + "/plots.gnuplot");
-  plot << "set terminal pngcairo size 900,560 noenhanced\nset logscale xy\nset grid\nset key left top\n"
-          "set output '" << results << "/retransmit-scaling.png'\n"
+  plot << "set terminal pngcairo size 900,560 noenhanced\nset logscale xy\nset grid\nset key left "
+          "top\n"
+          "set output '"
+       << results
+       << "/retransmit-scaling.png'\n"
           "set title 'Retransmit-style workload: cost per operation by live timers'\n"
           "set xlabel 'live timers'\nset ylabel 'ns per operation'\n"
-          "plot for [i=0:6] '" << results << "/retransmit-scaling.dat' index i using 1:2 with linespoints title columnheader(1)\n"
-          "set output '" << results << "/protocol-mix.png'\n"
+          "plot for [i=0:6] '"
+       << results
+       << "/retransmit-scaling.dat' index i using 1:2 with linespoints title columnheader(1)\n"
+          "set output '"
+       << results
+       << "/protocol-mix.png'\n"
           "set title 'Protocol mix: run time by work units (fixed virtual time)'\n"
           "set xlabel 'work units (5 timers each)'\nset ylabel 'run time, ms'\n"
-          "plot for [i=0:6] '" << results << "/protocol-mix.dat' index i using 1:2 with linespoints title columnheader(1)\n";
+          "plot for [i=0:6] '"
+       << results
+       << "/protocol-mix.dat' index i using 1:2 with linespoints title columnheader(1)\n";
   plot.close();
   command = "gnuplot '" + results + "/plots.gnuplot' 2>/dev/null";
   if (std::system(command.c_str()) == 0) {
-    std::printf("\nplots: %s/retransmit-scaling.png, %s/protocol-mix.png\n", results.c_str(), results.c_str());
+    std::printf("\nplots: %s/retransmit-scaling.png, %s/protocol-mix.png\n", results.c_str(),
+                results.c_str());
   } else {
     std::printf("\ngnuplot not found or failed: plots not made (data in %s)\n", results.c_str());
   }

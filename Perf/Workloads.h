@@ -14,11 +14,13 @@ namespace timerwheel::perf {
 using BenchClock = std::chrono::steady_clock;
 
 inline double NanosecondsPer(BenchClock::duration elapsed, std::uint64_t operations) {
-  return std::chrono::duration<double, std::nano>(elapsed).count() / static_cast<double>(operations);
+  return std::chrono::duration<double, std::nano>(elapsed).count() /
+         static_cast<double>(operations);
 }
 
 // Pre-drawn random numbers, so that timed loops measure the timers, not the generator.
-inline std::vector<std::uint32_t> RandomNumbers(std::size_t count, std::uint32_t bound, unsigned seed) {
+inline std::vector<std::uint32_t> RandomNumbers(std::size_t count, std::uint32_t bound,
+                                                unsigned seed) {
   std::mt19937 random(seed);
   std::vector<std::uint32_t> numbers(count);
   for (auto& n : numbers) n = random() % bound;
@@ -206,11 +208,13 @@ double ProtocolMix(std::size_t units, Ticks virtualMilliseconds, std::uint64_t& 
   };
   const auto start = BenchClock::now();
   for (std::size_t unit = 0; unit < units; ++unit) {
-    adapter.Arm(timerOf(unit, kOnce), static_cast<Milliseconds>(virtualMilliseconds - 1000 + unit % 500));
+    adapter.Arm(timerOf(unit, kOnce),
+                static_cast<Milliseconds>(virtualMilliseconds - 1000 + unit % 500));
   }
   for (Ticks t = 0; t < virtualMilliseconds; ++t) {
     // No short timer near the end: the wheel's rounding would leave one unfired at the cut-off.
-    if (t + 100 < virtualMilliseconds) each(t, 50, [&](std::size_t u) { adapter.Arm(timerOf(u, kShort), 10); });
+    if (t + 100 < virtualMilliseconds)
+      each(t, 50, [&](std::size_t u) { adapter.Arm(timerOf(u, kShort), 10); });
     each(t, 5, [&](std::size_t u) { adapter.Arm(timerOf(u, kRescheduled), 30'000); });
     each(t, 700, [&](std::size_t u) { adapter.Arm(timerOf(u, kMedium), 1000); });
     each(t, 300, [&](std::size_t u) { adapter.Arm(timerOf(u, kCancelled), 2000); });

@@ -171,14 +171,13 @@ TEMPLATE_TEST_CASE("UpdateTimer on a pending timer reschedules only when its con
     Milliseconds timeout;
     bool expectUpdate;
   };
-  const Case c = GENERATE(Case{UpdateIf::Always, 500, true}, Case{UpdateIf::Always, 2000, true},
-                          Case{UpdateIf::Always, 900, true},
-                          Case{UpdateIf::NewTimeIsSooner, 500, true},
-                          Case{UpdateIf::NewTimeIsSooner, 900, false},  // equal is not sooner
-                          Case{UpdateIf::NewTimeIsSooner, 2000, false},
-                          Case{UpdateIf::NewTimeIsLater, 2000, true},
-                          Case{UpdateIf::NewTimeIsLater, 900, false},  // equal is not later
-                          Case{UpdateIf::NewTimeIsLater, 500, false});
+  const Case c = GENERATE(
+      Case{UpdateIf::Always, 500, true}, Case{UpdateIf::Always, 2000, true},
+      Case{UpdateIf::Always, 900, true}, Case{UpdateIf::NewTimeIsSooner, 500, true},
+      Case{UpdateIf::NewTimeIsSooner, 900, false},  // equal is not sooner
+      Case{UpdateIf::NewTimeIsSooner, 2000, false}, Case{UpdateIf::NewTimeIsLater, 2000, true},
+      Case{UpdateIf::NewTimeIsLater, 900, false},  // equal is not later
+      Case{UpdateIf::NewTimeIsLater, 500, false});
   CAPTURE(static_cast<int>(c.condition), c.timeout);
 
   bool wasUpdated = !c.expectUpdate;
@@ -201,8 +200,9 @@ TEMPLATE_TEST_CASE("UpdateTimer on a pending timer reschedules only when its con
   f.RequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("UpdateIf::AlwaysNoTimeoutChange replaces timer and user data, keeps the deadline",
-                   "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
+TEMPLATE_TEST_CASE(
+    "UpdateIf::AlwaysNoTimeoutChange replaces timer and user data, keeps the deadline",
+    "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
   QueueFixture<TestType> f;
   RecordingTimer other{f.ticks};
   TimerHandle first = f.queue->CreateTimer();
@@ -233,8 +233,9 @@ TEMPLATE_TEST_CASE("UpdateIf::AlwaysNoTimeoutChange replaces timer and user data
                                            UpdateIf::AlwaysNoTimeoutChange),
                       std::out_of_range);
     }
-    CHECK_THROWS_AS(f.queue->UpdateTimer(first, other, kInfinite, 5, UpdateIf::AlwaysNoTimeoutChange),
-                    std::out_of_range);
+    CHECK_THROWS_AS(
+        f.queue->UpdateTimer(first, other, kInfinite, 5, UpdateIf::AlwaysNoTimeoutChange),
+        std::out_of_range);
     f.DispatchAt(f.FiringTimeFor(10));
     CHECK(f.timer.UserDataInOrder() == std::vector<UserData>{2, 4});
   }
@@ -276,7 +277,8 @@ TEMPLATE_TEST_CASE("CancelTimer unschedules a pending timer and reports whether 
   f.RequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("DestroyTimer cancels a pending timer", "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
+TEMPLATE_TEST_CASE("DestroyTimer cancels a pending timer", "[contract]",
+                   TIMERWHEEL_ALL_QUEUE_TRAITS) {
   QueueFixture<TestType> f;
   TimerHandle handle = f.queue->CreateTimer();
   f.queue->SetTimer(handle, f.timer, 100, 1);
@@ -302,8 +304,9 @@ TEMPLATE_TEST_CASE("a zero timeout fires at the next dispatch at or after the cu
   f.RequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("the maximum timeout is accepted and one more is rejected with the timer unchanged",
-                   "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
+TEMPLATE_TEST_CASE(
+    "the maximum timeout is accepted and one more is rejected with the timer unchanged",
+    "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
   QueueFixture<TestType> f;
   const Milliseconds maximum = f.queue->GetMaximumTimeout();
   REQUIRE(maximum == TestType::kMaximumTimeout);
@@ -652,7 +655,8 @@ TEMPLATE_TEST_CASE("destroying the queue fires nothing and frees every timer", "
 TEMPLATE_TEST_CASE("timers set before, across and after the 32-bit tick wrap fire on time",
                    "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
   // All times scale with `span`, so that they fit every implementation's maximum timeout.
-  constexpr Milliseconds span = TestType::kMaximumTimeout < 20'000 ? TestType::kMaximumTimeout : 20'000;
+  constexpr Milliseconds span =
+      TestType::kMaximumTimeout < 20'000 ? TestType::kMaximumTimeout : 20'000;
   // The 32-bit source wraps span / 2 after the test starts.
   ManualWrappingTickSource source(0u - span / 2);
   WrappingTickAdapter ticks(source);

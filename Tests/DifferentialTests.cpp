@@ -45,7 +45,8 @@ class DifferentialRun final : public ITimer {
 
   void OnTimer(UserData userData) override {
     const auto expected = m_model.NextToFire();
-    Check(expected.has_value(), "fired " + std::to_string(userData) + " but the model expects nothing");
+    Check(expected.has_value(),
+          "fired " + std::to_string(userData) + " but the model expects nothing");
     Check(expected->userData == userData, "fired " + std::to_string(userData) + ", model expects " +
                                               std::to_string(expected->userData));
     Check(expected->firingTime <= m_ticks.Now(), "fired early");
@@ -61,8 +62,8 @@ class DifferentialRun final : public ITimer {
 
  private:
   [[noreturn]] void Fail(const std::string& what) const {
-    throw std::logic_error("after " + std::to_string(m_operations) + " operations at t=" +
-                           std::to_string(m_ticks.Now()) + ": " + what);
+    throw std::logic_error("after " + std::to_string(m_operations) +
+                           " operations at t=" + std::to_string(m_ticks.Now()) + ": " + what);
   }
   void Check(bool condition, const std::string& what) const {
     if (!condition) Fail(what);
@@ -77,11 +78,17 @@ class DifferentialRun final : public ITimer {
   Milliseconds RandomTimeout(Random& random) {
     const Milliseconds maximum = Traits::kMaximumTimeout;
     switch (Below(random, 6)) {
-      case 0: return 0;
-      case 1: return static_cast<Milliseconds>(Below(random, 5 * Traits::kGranularity));
-      case 2: return maximum;
-      case 3: return static_cast<Milliseconds>(Below(random, std::min<Milliseconds>(maximum, 5000) + 1));
-      default: return static_cast<Milliseconds>(Below(random, std::min<Milliseconds>(maximum, 100'000) + 1));
+      case 0:
+        return 0;
+      case 1:
+        return static_cast<Milliseconds>(Below(random, 5 * Traits::kGranularity));
+      case 2:
+        return maximum;
+      case 3:
+        return static_cast<Milliseconds>(Below(random, std::min<Milliseconds>(maximum, 5000) + 1));
+      default:
+        return static_cast<Milliseconds>(
+            Below(random, std::min<Milliseconds>(maximum, 100'000) + 1));
     }
   }
 
@@ -115,7 +122,8 @@ class DifferentialRun final : public ITimer {
       TimerHandle handle = m_handles[id];
       const bool wasPending = m_queue->DestroyTimer(handle);
       Check(handle.IsNull(), "DestroyTimer left the handle non-null");
-      Check(wasPending == m_model.Destroy(id), "DestroyTimer returned " + std::to_string(wasPending));
+      Check(wasPending == m_model.Destroy(id),
+            "DestroyTimer returned " + std::to_string(wasPending));
       m_stale.push_back(m_handles[id]);
       if (m_stale.size() > 64) m_stale.erase(m_stale.begin());
       m_live[index] = m_live.back();
@@ -162,21 +170,31 @@ class DifferentialRun final : public ITimer {
         threw = true;
       }
       Check(threw, "a timeout over the maximum was accepted");
-      Check(m_queue->TimerIsSet(m_handles[id]) == m_model.IsSet(id), "TimerIsSet after bad timeout");
+      Check(m_queue->TimerIsSet(m_handles[id]) == m_model.IsSet(id),
+            "TimerIsSet after bad timeout");
     }
   }
 
   template <class Random>
   void BadHandleOperation(Random& random) {
-    TimerHandle bad = m_stale.empty() || Below(random, 4) == 0 ? TimerHandle{}
-                                                                 : m_stale[Below(random, m_stale.size())];
+    TimerHandle bad = m_stale.empty() || Below(random, 4) == 0
+                          ? TimerHandle{}
+                          : m_stale[Below(random, m_stale.size())];
     bool threw = false;
     try {
       switch (Below(random, 4)) {
-        case 0: m_queue->SetTimer(bad, *this, 10, 0); break;
-        case 1: m_queue->CancelTimer(bad); break;
-        case 2: m_queue->DestroyTimer(bad); break;
-        default: m_queue->UpdateTimer(bad, *this, 10, 0); break;
+        case 0:
+          m_queue->SetTimer(bad, *this, 10, 0);
+          break;
+        case 1:
+          m_queue->CancelTimer(bad);
+          break;
+        case 2:
+          m_queue->DestroyTimer(bad);
+          break;
+        default:
+          m_queue->UpdateTimer(bad, *this, 10, 0);
+          break;
       }
     } catch (const InvalidTimerHandle&) {
       threw = true;
@@ -187,8 +205,8 @@ class DifferentialRun final : public ITimer {
   void CheckNextTimeout() {
     const Milliseconds actual = m_queue->GetNextTimeout();
     const Milliseconds expected = m_model.NextTimeout(m_ticks.Now());
-    Check(actual == expected, "GetNextTimeout " + std::to_string(actual) + ", model " +
-                                  std::to_string(expected));
+    Check(actual == expected,
+          "GetNextTimeout " + std::to_string(actual) + ", model " + std::to_string(expected));
   }
 
   void Dispatch() {
@@ -197,7 +215,8 @@ class DifferentialRun final : public ITimer {
     if (!began) return;
     for (;;) {
       const auto budgetChoice = Below(m_random, 4);
-      const std::size_t budget = budgetChoice == 0 ? SIZE_MAX : static_cast<std::size_t>(1 + Below(m_random, 6));
+      const std::size_t budget =
+          budgetChoice == 0 ? SIZE_MAX : static_cast<std::size_t>(1 + Below(m_random, 6));
       std::size_t handled = 0;
       bool threw = false;
       const std::size_t before = m_model.Undispatched();

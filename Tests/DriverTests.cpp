@@ -136,7 +136,8 @@ TEMPLATE_TEST_CASE("sets that do not bring the next deadline forward do not wake
   for (TimerHandle& handle : later) handle = f.driver.CreateTimer();
   const auto wakeUpsBefore = f.monitor.WakeUps();
   for (int i = 0; i < 10'000; ++i) {
-    f.driver.SetTimer(later[i % later.size()], never, 55'000 + static_cast<Milliseconds>(i % 1000), 0);
+    f.driver.SetTimer(later[i % later.size()], never, 55'000 + static_cast<Milliseconds>(i % 1000),
+                      0);
   }
   CHECK(f.monitor.WakeUps() == wakeUpsBefore);
 
@@ -226,13 +227,16 @@ TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers los
       const TimerHandle handle = handles[index].load();
       try {
         switch (random() % 8) {
-          case 0: case 1: case 2:
+          case 0:
+          case 1:
+          case 2:
             f.driver.SetTimer(handle, timer, random() % 5, index);
             break;
           case 3:
             f.driver.UpdateTimer(handle, timer, random() % 5, index);
             break;
-          case 4: case 5:
+          case 4:
+          case 5:
             f.driver.CancelTimer(handle);
             break;
           case 6:
@@ -287,8 +291,8 @@ TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers los
   CHECK(m.LiveTimers() == 0);
 }
 
-TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in flight",
-                   "[driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in flight", "[driver]",
+                   TIMERWHEEL_ALL_DRIVER_TRAITS) {
   std::atomic<bool> shutdownReturned{false};
   std::atomic<int> fired{0};
   std::atomic<int> firedAfterShutdown{0};
@@ -302,7 +306,8 @@ TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in 
   constexpr int kTimers = 2000;
   {
     auto f = std::make_unique<DriverFixture<TestType>>();
-    for (int i = 0; i < kTimers; ++i) f->driver.SetOneShotTimer(timer, static_cast<Milliseconds>(i % 3), 0);
+    for (int i = 0; i < kTimers; ++i)
+      f->driver.SetOneShotTimer(timer, static_cast<Milliseconds>(i % 3), 0);
     auto future = firstFired.get_future();
     REQUIRE(Ready(future));
     // Dispatch is under way (for IOCP: a packet is in the port or on a worker) when it stops.

@@ -14,7 +14,8 @@ using namespace timerwheel::test;
 namespace {
 
 struct Wheel {
-  Wheel(Milliseconds maximum, Milliseconds granularity, Ticks start = ManualTickProvider::kDefaultStart)
+  Wheel(Milliseconds maximum, Milliseconds granularity,
+        Ticks start = ManualTickProvider::kDefaultStart)
       : ticks(start), wheel(Options(maximum, granularity, &monitor), ticks), timer(ticks) {}
 
   static TimerWheelOptions Options(Milliseconds maximum, Milliseconds granularity,
@@ -84,7 +85,8 @@ TEST_CASE("timers in one slot fire in the order they were set", "[wheel]") {
   for (UserData i = 0; i < 5; ++i) {
     handles.push_back(w.wheel.CreateTimer());
     const Ticks deadline = slotStart - 1 - 20 * i;
-    w.wheel.SetTimer(handles.back(), w.timer, static_cast<Milliseconds>(deadline - w.ticks.Now()), i);
+    w.wheel.SetTimer(handles.back(), w.timer, static_cast<Milliseconds>(deadline - w.ticks.Now()),
+                     i);
   }
   w.DispatchAt(slotStart);
   CHECK(w.timer.UserDataInOrder() == std::vector<UserData>{0, 1, 2, 3, 4});
@@ -140,8 +142,8 @@ TEST_CASE("GetNextTimeout never throws and is exact with a timer at exactly the 
 TEST_CASE("after a long gap everything due fires at the next dispatch, in order", "[wheel]") {
   constexpr Milliseconds kMaximum = 60'000;
   constexpr Milliseconds kGranularity = 15;
-  const Ticks gap = GENERATE(Ticks{kMaximum}, Ticks{kMaximum + kGranularity}, Ticks{10ull * kMaximum},
-                             Ticks{49ull * 24 * 3600 * 1000});
+  const Ticks gap = GENERATE(Ticks{kMaximum}, Ticks{kMaximum + kGranularity},
+                             Ticks{10ull * kMaximum}, Ticks{49ull * 24 * 3600 * 1000});
   CAPTURE(gap);
   Wheel w(kMaximum, kGranularity);
   const Ticks start = w.ticks.Now();
@@ -214,7 +216,7 @@ TEST_CASE("wheel options are validated", "[wheel]") {
   };
   CHECK_THROWS_AS(make(60'000, 0), std::invalid_argument);
   CHECK_THROWS_AS(make(0, 15), std::invalid_argument);
-  CHECK_THROWS_AS(make(kInfinite - 1, 1), std::invalid_argument);  // 2^32 slots
+  CHECK_THROWS_AS(make(kInfinite - 1, 1), std::invalid_argument);    // 2^32 slots
   CHECK_THROWS_AS(make(kInfinite - 20, 15), std::invalid_argument);  // no room for M + 2g
   CHECK(make(60'000, 15) == 60'000);
   CHECK(make(1, 1) == 1);

@@ -64,8 +64,8 @@ class CountingTimerQueueMonitor final : public ITimerQueueMonitor {
   }
 
   Counter m_created{0}, m_oneShotCreated{0}, m_set{0}, m_setWhilePending{0}, m_updateCalls{0},
-      m_updated{0}, m_updatedWhilePending{0}, m_cancelCalls{0}, m_cancelled{0}, m_fired{0}, m_destroyed{0},
-      m_destroyedWhilePending{0}, m_deleted{0}, m_wakeUps{0};
+      m_updated{0}, m_updatedWhilePending{0}, m_cancelCalls{0}, m_cancelled{0}, m_fired{0},
+      m_destroyed{0}, m_destroyedWhilePending{0}, m_deleted{0}, m_wakeUps{0};
 };
 
 }  // namespace timerwheel

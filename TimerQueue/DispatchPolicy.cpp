@@ -11,7 +11,9 @@ void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "TimerWheel: a timer callback threw: %s\n", e.what());
   } catch (...) {
-    std::fprintf(stderr, "TimerWheel: a timer callback threw an exception not derived from std::exception\n");
+    std::fprintf(
+        stderr,
+        "TimerWheel: a timer callback threw an exception not derived from std::exception\n");
   }
 }
 

@@ -52,7 +52,8 @@ struct IocpTimerQueueOptions {
 // waits for the packet.
 class IocpTimerQueue final : public detail::DispatchThread {
  public:
-  IocpTimerQueue(HANDLE completionPort, IManageTimerQueue& queue, IocpTimerQueueOptions options = {});
+  IocpTimerQueue(HANDLE completionPort, IManageTimerQueue& queue,
+                 IocpTimerQueueOptions options = {});
   ~IocpTimerQueue() override;
 
   // For worker threads: true if (key, overlapped) is this queue's packet, which it then handles.

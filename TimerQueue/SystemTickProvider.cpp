@@ -1,5 +1,6 @@
 // The operating system's clocks: the 64-bit tick provider and the wrapping 32-bit source.
 #include "TimerQueue/SystemTickProvider.h"
+
 #include "TimerQueue/WrappingTickAdapter.h"
 
 #ifdef _WIN32

@@ -19,8 +19,8 @@ class PrintingTimer final : public ITimer {
 
   void OnTimer(UserData userData) override {
     const Ticks now = SystemTickProvider::Instance().GetTickCount();
-    std::printf("  %-6s timer %2u fired at +%3llu ms\n", m_queueName, static_cast<unsigned>(userData),
-                static_cast<unsigned long long>(now - m_start));
+    std::printf("  %-6s timer %2u fired at +%3llu ms\n", m_queueName,
+                static_cast<unsigned>(userData), static_cast<unsigned long long>(now - m_start));
   }
 
  private:
@@ -30,7 +30,8 @@ class PrintingTimer final : public ITimer {
 
 // A single-threaded event loop: sleep until the next timer is due, then dispatch.
 void RunUntilIdle(IManageTimerQueue& queue) {
-  for (Milliseconds next = queue.GetNextTimeout(); next != kInfinite; next = queue.GetNextTimeout()) {
+  for (Milliseconds next = queue.GetNextTimeout(); next != kInfinite;
+       next = queue.GetNextTimeout()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(next));
     queue.HandleTimeouts();
   }
@@ -52,7 +53,8 @@ void Demonstrate(const char* name, IManageTimerQueue& queue, CountingTimerQueueM
   const bool wasPending = queue.SetTimer(retransmit, timer, 250, 5);
   std::printf("  re-armed the retransmit timer (was pending: %s)\n", wasPending ? "yes" : "no");
   // ...and the connection closes before the idle timeout.
-  std::printf("  cancelled the idle timer (was pending: %s)\n", queue.CancelTimer(idle) ? "yes" : "no");
+  std::printf("  cancelled the idle timer (was pending: %s)\n",
+              queue.CancelTimer(idle) ? "yes" : "no");
 
   RunUntilIdle(queue);
   queue.DestroyTimer(retransmit);

@@ -17,7 +17,9 @@ class AsioSteadyTimerAdapter {
   static constexpr bool kVirtualTime = true;
   using Timer = boost::asio::basic_waitable_timer<BenchmarkChronoClock>;
 
-  AsioSteadyTimerAdapter(std::size_t capacity, FiringLog& log) : m_log(log) { m_timers.reserve(capacity); }
+  AsioSteadyTimerAdapter(std::size_t capacity, FiringLog& log) : m_log(log) {
+    m_timers.reserve(capacity);
+  }
 
   std::size_t Create() {
     m_timers.push_back(std::make_unique<Timer>(m_io));

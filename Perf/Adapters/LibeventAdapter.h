@@ -28,7 +28,8 @@ class LibeventAdapter {
   LibeventAdapter& operator=(const LibeventAdapter&) = delete;
 
   std::size_t Create() {
-    if (m_contexts.size() == m_contexts.capacity()) throw std::length_error("LibeventAdapter is full");
+    if (m_contexts.size() == m_contexts.capacity())
+      throw std::length_error("LibeventAdapter is full");
     const std::size_t index = m_events.size();
     m_contexts.push_back({this, index});
     m_events.push_back(evtimer_new(m_base, &LibeventAdapter::OnTimer, &m_contexts.back()));

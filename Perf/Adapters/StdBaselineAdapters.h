@@ -51,10 +51,13 @@ class LazyPriorityQueueAdapter {
     return fired;
   }
   Milliseconds NextTimeout() {
-    while (!m_heap.empty() && m_generation[m_heap.top().timer] != m_heap.top().generation) m_heap.pop();
+    while (!m_heap.empty() && m_generation[m_heap.top().timer] != m_heap.top().generation)
+      m_heap.pop();
     if (m_heap.empty()) return kInfinite;
     const Ticks deadline = m_heap.top().deadline;
-    return deadline <= BenchmarkClock::Now() ? 0 : static_cast<Milliseconds>(deadline - BenchmarkClock::Now());
+    return deadline <= BenchmarkClock::Now()
+               ? 0
+               : static_cast<Milliseconds>(deadline - BenchmarkClock::Now());
   }
 
  private:
@@ -92,7 +95,9 @@ class MultimapAdapter {
  public:
   static constexpr bool kVirtualTime = true;
 
-  MultimapAdapter(std::size_t capacity, FiringLog& log) : m_log(log) { m_positions.reserve(capacity); }
+  MultimapAdapter(std::size_t capacity, FiringLog& log) : m_log(log) {
+    m_positions.reserve(capacity);
+  }
 
   std::size_t Create() {
     m_positions.push_back(m_timers.end());
@@ -123,7 +128,9 @@ class MultimapAdapter {
   Milliseconds NextTimeout() {
     if (m_timers.empty()) return kInfinite;
     const Ticks deadline = m_timers.begin()->first;
-    return deadline <= BenchmarkClock::Now() ? 0 : static_cast<Milliseconds>(deadline - BenchmarkClock::Now());
+    return deadline <= BenchmarkClock::Now()
+               ? 0
+               : static_cast<Milliseconds>(deadline - BenchmarkClock::Now());
   }
 
  private:

@@ -27,7 +27,9 @@ class TimerWheelLibraryAdapter final : public ITimer {
     m_handles.push_back(Api().CreateTimer());
     return m_handles.size() - 1;
   }
-  void Arm(std::size_t timer, Milliseconds timeout) { Api().SetTimer(m_handles[timer], *this, timeout, timer); }
+  void Arm(std::size_t timer, Milliseconds timeout) {
+    Api().SetTimer(m_handles[timer], *this, timeout, timer);
+  }
   void Cancel(std::size_t timer) { Api().CancelTimer(m_handles[timer]); }
   std::size_t RunDue() { return m_queue->HandleTimeouts(); }
   Milliseconds NextTimeout() { return m_queue->GetNextTimeout(); }

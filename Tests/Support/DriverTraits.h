@@ -73,6 +73,7 @@ struct AsioDriverTraits {
       m_work.reset();
       for (std::thread& thread : m_threads) thread.join();
     }
+
    private:
     boost::asio::io_context m_ioContext;
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> m_work{
@@ -111,6 +112,7 @@ struct IocpDriverTraits {
       m_driver.reset();
       ::CloseHandle(m_port);
     }
+
    private:
     void Work() {
       for (;;) {
@@ -150,8 +152,8 @@ using IocpWheel = IocpDriverTraits<WheelTraits>;
 #define TIMERWHEEL_WINDOWS_DRIVER_TRAITS
 #endif
 
-#define TIMERWHEEL_ALL_DRIVER_TRAITS                                                          \
-  timerwheel::test::ThreadedHeapWithoutLock, timerwheel::test::ThreadedHeapWithLockHeld,        \
+#define TIMERWHEEL_ALL_DRIVER_TRAITS                                                           \
+  timerwheel::test::ThreadedHeapWithoutLock, timerwheel::test::ThreadedHeapWithLockHeld,       \
       timerwheel::test::ThreadedWheelWithoutLock, timerwheel::test::ThreadedWheelWithLockHeld, \
       timerwheel::test::AsioHeapWithoutLock, timerwheel::test::AsioWheelWithoutLock,           \
       timerwheel::test::AsioWheelWithLockHeld TIMERWHEEL_WINDOWS_DRIVER_TRAITS

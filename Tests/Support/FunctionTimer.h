@@ -10,7 +10,8 @@ namespace timerwheel::test {
 
 class FunctionTimer final : public ITimer {
  public:
-  explicit FunctionTimer(std::function<void(UserData)> function) : m_function(std::move(function)) {}
+  explicit FunctionTimer(std::function<void(UserData)> function)
+      : m_function(std::move(function)) {}
   void OnTimer(UserData userData) override { m_function(userData); }
 
  private:

@@ -24,7 +24,9 @@ class ManualTickProvider final : public ITickProvider {
   }
 
   Ticks Now() const noexcept { return m_now.load(std::memory_order_acquire); }
-  void Advance(Ticks milliseconds) noexcept { m_now.fetch_add(milliseconds, std::memory_order_acq_rel); }
+  void Advance(Ticks milliseconds) noexcept {
+    m_now.fetch_add(milliseconds, std::memory_order_acq_rel);
+  }
   void SetTime(Ticks now) {
     if (now < Now()) throw std::logic_error("ManualTickProvider: time must not go backwards");
     m_now.store(now, std::memory_order_release);

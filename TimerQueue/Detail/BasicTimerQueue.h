@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "TimerQueue/Detail/TimerPool.h"
 #include "TimerQueue/IManageTimerQueue.h"
 #include "TimerQueue/ITickProvider.h"
 #include "TimerQueue/ITimerQueueMonitor.h"
-#include "TimerQueue/Detail/TimerPool.h"
 
 namespace timerwheel::detail {
 
@@ -51,7 +51,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // Nothing fires. Every record still allocated (pending, unset, one-shot, or awaiting dispatch)
   // is reported to the monitor as deleted.
   ~BasicTimerQueue() override {
-    if (m_monitor) m_pool.ForEachAllocated([this](std::uint32_t, auto&) { m_monitor->OnTimerDeleted(); });
+    if (m_monitor)
+      m_pool.ForEachAllocated([this](std::uint32_t, auto&) { m_monitor->OnTimerDeleted(); });
   }
 
   TimerHandle CreateTimer() override {
@@ -169,7 +170,8 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   std::size_t HandleTimeout(std::size_t budget = SIZE_MAX) override {
     if (!m_dispatching) {
-      throw std::logic_error("HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
+      throw std::logic_error(
+          "HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
     }
     std::size_t handled = 0;
     while (handled < budget && m_batchPosition < m_batch.size()) {
@@ -189,7 +191,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     for (std::size_t i = 0; i < m_batchPosition; ++i) {
       const std::uint32_t id = m_batch[i].id;
       auto& record = m_pool[id];
-      if (--record.batchRefs == 0 && (record.flags & (kHandleReleased | kPending)) == kHandleReleased) {
+      if (--record.batchRefs == 0 &&
+          (record.flags & (kHandleReleased | kPending)) == kHandleReleased) {
         FreeRecord(id);
       }
     }
@@ -218,9 +221,11 @@ class BasicTimerQueue : public IManageTimerQueue {
       }
       if (record.IsPending()) {
         ++pending;
-        if (record.active.timer == nullptr) Fail("pending record " + std::to_string(id) + " has no timer");
+        if (record.active.timer == nullptr)
+          Fail("pending record " + std::to_string(id) + " has no timer");
       }
-      if ((record.flags & (kHandleReleased | kPending)) == kHandleReleased && record.batchRefs == 0) {
+      if ((record.flags & (kHandleReleased | kPending)) == kHandleReleased &&
+          record.batchRefs == 0) {
         Fail("released record " + std::to_string(id) + " was not freed");
       }
     }
@@ -258,7 +263,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   void CheckTimeout(Milliseconds timeout) const {
-    if (timeout > m_scheduler.MaximumTimeout()) ThrowTimeoutOutOfRange(timeout, m_scheduler.MaximumTimeout());
+    if (timeout > m_scheduler.MaximumTimeout())
+      ThrowTimeoutOutOfRange(timeout, m_scheduler.MaximumTimeout());
   }
 
   // Out of line, so that the checks on the hot path stay a compare and a branch.

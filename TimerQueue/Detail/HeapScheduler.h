@@ -84,9 +84,9 @@ class HeapScheduler {
   void CheckInvariants() const {
     for (std::size_t i = 0; i < m_heap.size(); ++i) {
       if (m_pool[m_heap[i].id].node.heapIndex != i) {
-        throw std::logic_error("heap: record " + std::to_string(m_heap[i].id) + " thinks it is at " +
-                               std::to_string(m_pool[m_heap[i].id].node.heapIndex) + ", not " +
-                               std::to_string(i));
+        throw std::logic_error(
+            "heap: record " + std::to_string(m_heap[i].id) + " thinks it is at " +
+            std::to_string(m_pool[m_heap[i].id].node.heapIndex) + ", not " + std::to_string(i));
       }
       if (i != 0 && Less(m_heap[i], m_heap[Parent(i)])) {
         throw std::logic_error("heap: entry " + std::to_string(i) + " (deadline " +

@@ -30,7 +30,8 @@ class LockingTimerQueue : public ITimerQueue {
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                    UpdateIf updateIf = UpdateIf::Always, bool* wasUpdated = nullptr) override {
     Lock lock(m_mutex);
-    const bool wasPending = m_queue.UpdateTimer(handle, timer, timeout, userData, updateIf, wasUpdated);
+    const bool wasPending =
+        m_queue.UpdateTimer(handle, timer, timeout, userData, updateIf, wasUpdated);
     AfterArming();
     return wasPending;
   }

@@ -34,9 +34,9 @@ enum RecordFlag : std::uint8_t {
 template <class Node>
 struct TimerRecord {
   TimerData active;
-  Ticks deadline = 0;             // exact set time + timeout, while pending
-  std::uint32_t generation = 1;   // must match the handle's; bumped on free, never wraps
-  std::uint32_t batchRefs = 0;    // dispatch-batch entries that still refer to this record
+  Ticks deadline = 0;            // exact set time + timeout, while pending
+  std::uint32_t generation = 1;  // must match the handle's; bumped on free, never wraps
+  std::uint32_t batchRefs = 0;   // dispatch-batch entries that still refer to this record
   std::uint32_t nextFree = kNoIndex;
   std::uint8_t flags = 0;
   Node node{};

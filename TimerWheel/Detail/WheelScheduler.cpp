@@ -42,8 +42,8 @@ void WheelScheduler::CheckInvariants() const {
     const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
       if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index) {
         Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
-             " is in ring index " + std::to_string(index) + " (cursor " +
-             std::to_string(m_cursor) + ")");
+             " is in ring index " + std::to_string(index) + " (cursor " + std::to_string(m_cursor) +
+             ")");
       }
       if (!anyInSlots || slot < earliest) earliest = slot;
       anyInSlots = true;

@@ -133,7 +133,8 @@ class WheelScheduler {
   };
 
   static Milliseconds CheckGranularity(Milliseconds granularity) {
-    if (granularity == 0) throw std::invalid_argument("TimerWheel: granularity must be at least 1 ms");
+    if (granularity == 0)
+      throw std::invalid_argument("TimerWheel: granularity must be at least 1 ms");
     return granularity;
   }
   static Milliseconds CheckMaximum(Milliseconds maximumTimeout, Milliseconds granularity) {
@@ -228,12 +229,12 @@ class WheelScheduler {
   const Milliseconds m_maximumTimeout;
   std::vector<List> m_slots;  // ring of N slots, N a power of two
   const Ticks m_slotMask;
-  SlotBitmap m_occupied;      // m_slots[i] non-empty => bit i set (cleared lazily)
-  List m_expired;             // due, not yet detached; in firing order
-  Ticks m_cursor;             // absolute slot number: every slot <= it has been moved to m_expired
-  Ticks m_nextAdvanceAt;      // (m_cursor + 1) * g: the instant the next slot becomes due
-  std::size_t m_size = 0;     // scheduled timers: in slots + expired
-  Ticks m_earliest = 0;       // cached absolute number of the earliest occupied slot...
+  SlotBitmap m_occupied;   // m_slots[i] non-empty => bit i set (cleared lazily)
+  List m_expired;          // due, not yet detached; in firing order
+  Ticks m_cursor;          // absolute slot number: every slot <= it has been moved to m_expired
+  Ticks m_nextAdvanceAt;   // (m_cursor + 1) * g: the instant the next slot becomes due
+  std::size_t m_size = 0;  // scheduled timers: in slots + expired
+  Ticks m_earliest = 0;    // cached absolute number of the earliest occupied slot...
   bool m_earliestValid = false;  // ...when this is set
 };
 

@@ -1,69 +1,86 @@
-// Connection: the thread-safe public face of a ConnectionState.
+// Connection: the thread-safe public face of a ConnectionState (locking: LockedEngine.h).
 #include "ReliableUDP/Connection.h"
 
 #include <mutex>
 #include <utility>
 
 #include "ReliableUDP/Detail/ConnectionState.h"
-#include "ReliableUDP/Detail/EndpointCore.h"
+#include "ReliableUDP/EngineConversions.h"
+#include "ReliableUDP/LockedEngine.h"
 
 namespace timerwheel::rudp {
+namespace {
 
-Connection::Connection(std::shared_ptr<detail::EndpointCore> core,
+// The engine completes with an EngineError; the application's handler takes an error_code. The
+// adapter fits inline in the engine's Completion, so queuing an operation allocates nothing.
+detail::Completion Adapt(Connection::Handler handler) {
+  return [handler = std::move(handler)](detail::EngineError error) mutable {
+    handler(detail::ToErrorCode(error));
+  };
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<detail::LockedEngine> engine,
                        std::shared_ptr<detail::ConnectionState> state)
-    : m_core(std::move(core)), m_state(std::move(state)) {}
+    : m_engine(std::move(engine)), m_state(std::move(state)) {}
 
 Connection::~Connection() {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  auto& core = m_engine->Core();
   m_state->AbandonReceives();  // their buffers may die with the caller's last handle
-  if (!m_core->IsShutDownLocked()) {
-    m_state->Close(m_core->Now());
-    m_core->AfterCallLocked(*m_state);
+  if (!core.IsShutDown()) {
+    m_state->Close(core.Now());
+    core.AfterCall(*m_state);
   }
   // Released under the lock: the state's buffers go back to the endpoint's chunk pool.
   m_state.reset();
 }
 
 void Connection::AsyncSend(boost::asio::const_buffer message, Handler handler) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  auto& core = m_engine->Core();
   m_state->Send(static_cast<const std::uint8_t*>(message.data()), message.size(),
-                std::move(handler), m_core->Now());
-  m_core->AfterCallLocked(*m_state);
+                Adapt(std::move(handler)), core.Now());
+  core.AfterCall(*m_state);
 }
 
 void Connection::AsyncReceive(std::vector<std::uint8_t>& message, Handler handler) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_state->Receive(message, std::move(handler), m_core->Now());
-  m_core->AfterCallLocked(*m_state);
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  auto& core = m_engine->Core();
+  m_state->Receive(message, Adapt(std::move(handler)), core.Now());
+  core.AfterCall(*m_state);
 }
 
 void Connection::AsyncWaitClosed(Handler handler) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_state->WaitClosed(std::move(handler));
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  m_state->WaitClosed(Adapt(std::move(handler)));
 }
 
 void Connection::Close() {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  if (m_core->IsShutDownLocked()) return;
-  m_state->Close(m_core->Now());
-  m_core->AfterCallLocked(*m_state);
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  auto& core = m_engine->Core();
+  if (core.IsShutDown()) return;
+  m_state->Close(core.Now());
+  core.AfterCall(*m_state);
 }
 
 void Connection::Abort() {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  if (m_core->IsShutDownLocked()) return;
-  m_state->Abort(m_core->Now());
-  m_core->AfterCallLocked(*m_state);
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  auto& core = m_engine->Core();
+  if (core.IsShutDown()) return;
+  m_state->Abort(core.Now());
+  core.AfterCall(*m_state);
 }
 
 ConnectionStatistics Connection::GetStatistics() const {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
   return m_state->GetStatistics();
 }
 
 boost::asio::ip::udp::endpoint Connection::RemoteEndpoint() const {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  return m_state->Remote();
+  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  return detail::ToUdpEndpoint(m_state->Remote());
 }
 
 }  // namespace timerwheel::rudp

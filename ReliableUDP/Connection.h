@@ -14,7 +14,7 @@
 
 namespace timerwheel::rudp {
 namespace detail {
-class EndpointCore;
+class LockedEngine;
 class ConnectionState;
 }  // namespace detail
 
@@ -62,14 +62,14 @@ class Connection {
   boost::asio::ip::udp::endpoint RemoteEndpoint() const;
 
   // For the endpoint only.
-  Connection(std::shared_ptr<detail::EndpointCore> core,
+  Connection(std::shared_ptr<detail::LockedEngine> engine,
              std::shared_ptr<detail::ConnectionState> state);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
  private:
-  std::shared_ptr<detail::EndpointCore> m_core;
+  std::shared_ptr<detail::LockedEngine> m_engine;
   std::shared_ptr<detail::ConnectionState> m_state;
 };
 

@@ -1,9 +1,9 @@
 // Endpoint: the Boost.Asio socket, clock and timer driver around the sans-I/O EndpointCore.
 //
-// Ground rules (locking): the core's mutex guards the core, every connection, and every
-// operation on the socket (receive initiation, the non-blocking receive drain, sends, close), so
-// the socket is never used from two threads at once. The timer driver dispatches without its own
-// lock; its callbacks take the core's mutex (lock order: core, then driver).
+// Ground rules (locking): the engine's mutex (LockedEngine) guards the engine, every connection,
+// and every operation on the socket (receive initiation, the non-blocking receive drain, sends,
+// close), so the socket is never used from two threads at once. The timer driver dispatches
+// without its own lock; its callbacks take the engine's mutex (lock order: engine, then driver).
 #include "ReliableUDP/Endpoint.h"
 
 #include <algorithm>
@@ -15,7 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "ReliableUDP/Detail/EndpointCore.h"
+#include "ReliableUDP/EngineConversions.h"
+#include "ReliableUDP/LockedEngine.h"
 #include "TimerQueue/AsioTimerQueue.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
@@ -96,37 +97,37 @@ class Endpoint::State final : public detail::IEndpointIo,
       m_granularity = 1;
     }
     AsioTimerQueueOptions driver;
-    driver.dispatchPolicy = DispatchPolicy::WithoutLock;  // callbacks take the core's lock
+    driver.dispatchPolicy = DispatchPolicy::WithoutLock;  // callbacks take the engine's lock
     driver.monitor = options.timerMonitor;
     m_timers = std::make_unique<AsioTimerQueue>(ioContext, *m_queue, driver);
-    m_core.emplace(*this, *m_timers, m_granularity, options);
+    m_engine.emplace(*this, *m_timers, m_granularity, options);
   }
 
   ~State() { Close(); }
 
   void Start() {
-    std::lock_guard<std::mutex> lock(m_core->Mutex());
+    std::lock_guard<std::mutex> lock(m_engine->Mutex());
     StartReceiveLocked();
   }
 
-  detail::EndpointCore& Core() { return *m_core; }
+  detail::LockedEngine& Engine() { return *m_engine; }
 
-  std::shared_ptr<detail::EndpointCore> SharedCore() {
-    return std::shared_ptr<detail::EndpointCore>(shared_from_this(), &*m_core);
+  std::shared_ptr<detail::LockedEngine> SharedEngine() {
+    return std::shared_ptr<detail::LockedEngine>(shared_from_this(), &*m_engine);
   }
 
   Udp::endpoint LocalEndpoint() {
-    std::lock_guard<std::mutex> lock(m_core->Mutex());
+    std::lock_guard<std::mutex> lock(m_engine->Mutex());
     boost::system::error_code error;
     return m_socket.local_endpoint(error);
   }
 
   void Close() {
     {
-      std::lock_guard<std::mutex> lock(m_core->Mutex());
+      std::lock_guard<std::mutex> lock(m_engine->Mutex());
       if (m_closed) return;
       m_closed = true;
-      m_core->ShutdownLocked();  // destroys every timer
+      m_engine->Core().Shutdown();  // destroys every timer
       boost::system::error_code ignored;
       m_socket.close(ignored);  // the pending receive completes with operation_aborted
     }
@@ -137,19 +138,21 @@ class Endpoint::State final : public detail::IEndpointIo,
 
   // IEndpointIo ------------------------------------------------------------------------------
 
-  void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) override {
+  void SendDatagram(const detail::Address& address, const std::uint8_t* data,
+                    std::size_t size) override {
     if (m_closed) return;
+    const Udp::endpoint to = detail::ToUdpEndpoint(address);
     if (m_queuedHead == m_queuedCount) {
       boost::system::error_code error;
       m_socket.send_to(boost::asio::buffer(data, size), to, 0, error);
       if (!error) return;
       if (error != boost::asio::error::would_block && error != boost::asio::error::try_again) {
-        ++m_core->ContextLocked().stats.sendErrors;  // e.g. no route: like a loss on the path
+        ++m_engine->Core().Context().stats.sendErrors;  // e.g. no route: like a loss on the path
         return;
       }
     }
     // The socket buffer is full: keep the datagram (in order) until the socket can take it.
-    auto& stats = m_core->ContextLocked().stats;
+    auto& stats = m_engine->Core().Context().stats;
     ++stats.sendWouldBlock;
     if (m_queuedCount - m_queuedHead >= kMaxQueuedDatagrams) {
       ++stats.sendErrors;
@@ -172,8 +175,7 @@ class Endpoint::State final : public detail::IEndpointIo,
 
   detail::Microseconds Now() const override { return TransportClock::Now(); }
 
-  void Post(detail::UniqueFunction<void(boost::system::error_code)> handler,
-            boost::system::error_code error) override {
+  void Post(detail::Completion handler, detail::EngineError error) override {
     boost::asio::post(m_ioContext,
                       [handler = std::move(handler), error]() mutable { handler(error); });
   }
@@ -193,11 +195,12 @@ class Endpoint::State final : public detail::IEndpointIo,
   }
 
   void OnReceive(const boost::system::error_code& error, std::size_t size) {
-    std::lock_guard<std::mutex> lock(m_core->Mutex());
+    std::lock_guard<std::mutex> lock(m_engine->Mutex());
     if (m_closed || error == boost::asio::error::operation_aborted) return;
-    auto& stats = m_core->ContextLocked().stats;
+    auto& core = m_engine->Core();
+    auto& stats = core.Context().stats;
     if (!error) {
-      m_core->OnDatagramLocked(m_sender, m_receiveBuffer.data(), size);
+      core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), size);
     } else if (IsBenignReceiveError(error)) {
       ++stats.receiveErrorsIgnored;
     } else {
@@ -217,7 +220,7 @@ class Endpoint::State final : public detail::IEndpointIo,
         if (!IsBenignReceiveError(drainError)) break;
         continue;
       }
-      m_core->OnDatagramLocked(m_sender, m_receiveBuffer.data(), drained);
+      core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), drained);
     }
     if (!m_closed) StartReceiveLocked();
   }
@@ -233,9 +236,9 @@ class Endpoint::State final : public detail::IEndpointIo,
     m_socket.async_send_to(
         boost::asio::buffer(next.bytes), next.to,
         [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
-          std::lock_guard<std::mutex> lock(self->m_core->Mutex());
+          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
           if (self->m_closed) return;
-          if (error) ++self->m_core->ContextLocked().stats.sendErrors;
+          if (error) ++self->m_engine->Core().Context().stats.sendErrors;
           ++self->m_queuedHead;
           self->SendQueuedLocked();
         });
@@ -247,7 +250,7 @@ class Endpoint::State final : public detail::IEndpointIo,
   std::unique_ptr<IManageTimerQueue> m_queue;
   std::unique_ptr<AsioTimerQueue> m_timers;
   Milliseconds m_granularity = 1;
-  std::optional<detail::EndpointCore> m_core;
+  std::optional<detail::LockedEngine> m_engine;
   bool m_closed = false;
   std::array<std::uint8_t, 65536> m_receiveBuffer{};
   Udp::endpoint m_sender;
@@ -270,37 +273,37 @@ Udp::endpoint Endpoint::LocalEndpoint() const { return m_state->LocalEndpoint();
 namespace {
 
 // Wraps a user's handler so that it receives a public Connection.
-detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::EndpointCore> core,
+detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::LockedEngine> engine,
                                              Endpoint::ConnectHandler handler) {
-  return
-      [core = std::move(core), handler = std::move(handler)](
-          boost::system::error_code error, std::shared_ptr<detail::ConnectionState> state) mutable {
-        std::shared_ptr<Connection> connection;
-        if (state) connection = std::make_shared<Connection>(core, std::move(state));
-        handler(error, std::move(connection));
-      };
+  return [engine = std::move(engine), handler = std::move(handler)](
+             detail::EngineError error, std::shared_ptr<detail::ConnectionState> state) mutable {
+    std::shared_ptr<Connection> connection;
+    if (state) connection = std::make_shared<Connection>(engine, std::move(state));
+    handler(detail::ToErrorCode(error), std::move(connection));
+  };
 }
 
 }  // namespace
 
 void Endpoint::AsyncConnect(const Udp::endpoint& remote, ConnectHandler handler) {
-  auto& core = m_state->Core();
-  std::lock_guard<std::mutex> lock(core.Mutex());
-  core.ConnectLocked(remote, Wrap(m_state->SharedCore(), std::move(handler)));
+  auto& engine = m_state->Engine();
+  std::lock_guard<std::mutex> lock(engine.Mutex());
+  engine.Core().Connect(detail::ToAddress(remote),
+                        Wrap(m_state->SharedEngine(), std::move(handler)));
 }
 
 void Endpoint::AsyncAccept(ConnectHandler handler) {
-  auto& core = m_state->Core();
-  std::lock_guard<std::mutex> lock(core.Mutex());
-  core.AcceptLocked(Wrap(m_state->SharedCore(), std::move(handler)));
+  auto& engine = m_state->Engine();
+  std::lock_guard<std::mutex> lock(engine.Mutex());
+  engine.Core().Accept(Wrap(m_state->SharedEngine(), std::move(handler)));
 }
 
 void Endpoint::Close() { m_state->Close(); }
 
 EndpointStatistics Endpoint::GetStatistics() const {
-  auto& core = m_state->Core();
-  std::lock_guard<std::mutex> lock(core.Mutex());
-  return core.StatisticsLocked();
+  auto& engine = m_state->Engine();
+  std::lock_guard<std::mutex> lock(engine.Mutex());
+  return engine.Core().Statistics();
 }
 
 }  // namespace timerwheel::rudp

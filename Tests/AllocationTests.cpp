@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "ReliableUDP/Connection.h"
-#include "ReliableUDP/Detail/EndpointCore.h"
+#include "ReliableUDP/EngineConversions.h"
+#include "ReliableUDP/LockedEngine.h"
 #include "Support/QueueFixture.h"
 #include "TimerWheel/TimerWheel.h"
 
@@ -109,13 +110,13 @@ class AllocationFreeLink {
    public:
     Side(AllocationFreeLink& link, unsigned short port)
         : m_link(link), m_address(boost::asio::ip::make_address_v4("127.0.0.1"), port) {}
-    void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data,
+    void SendDatagram(const timerwheel::rudp::detail::Address& to, const std::uint8_t* data,
                       std::size_t size) override {
-      m_link.Queue(m_address, to, data, size);
+      m_link.Queue(m_address, timerwheel::rudp::detail::ToUdpEndpoint(to), data, size);
     }
     Microseconds Now() const override { return m_link.m_now; }
-    void Post(timerwheel::rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
-              boost::system::error_code error) override {
+    void Post(timerwheel::rudp::detail::Completion handler,
+              timerwheel::rudp::detail::EngineError error) override {
       m_link.m_posted.push_back({std::move(handler), error});
     }
     const Udp::endpoint& Address() const { return m_address; }
@@ -176,8 +177,8 @@ class AllocationFreeLink {
     std::vector<std::uint8_t> bytes;
   };
   struct Posted {
-    timerwheel::rudp::detail::UniqueFunction<void(boost::system::error_code)> handler;
-    boost::system::error_code error;
+    timerwheel::rudp::detail::Completion handler;
+    timerwheel::rudp::detail::EngineError error;
   };
 
   Microseconds m_now = 1'000'000'000'000;
@@ -201,27 +202,23 @@ TEST_CASE("ReliableUDP's steady-state datagram path allocates nothing once warm"
   serverOptions.acceptIncoming = true;
   serverOptions = rudp::ValidateOptions(serverOptions);
   const rudp::EndpointOptions clientOptions = rudp::ValidateOptions({});
+  // LockedEngine because the public Connection takes its lock; the link calls the engines
+  // directly (one thread).
   auto client =
-      std::make_shared<rudp::detail::EndpointCore>(clientIo, clientTimers, 1, clientOptions);
+      std::make_shared<rudp::detail::LockedEngine>(clientIo, clientTimers, 1, clientOptions);
   auto server =
-      std::make_shared<rudp::detail::EndpointCore>(serverIo, serverTimers, 1, serverOptions);
+      std::make_shared<rudp::detail::LockedEngine>(serverIo, serverTimers, 1, serverOptions);
 
   std::shared_ptr<rudp::detail::ConnectionState> clientState, serverState;
-  {
-    std::lock_guard<std::mutex> lock(client->Mutex());
-    client->ConnectLocked(serverIo.Address(), [&](boost::system::error_code, auto state) {
-      clientState = std::move(state);
-    });
-  }
-  {
-    std::lock_guard<std::mutex> lock(server->Mutex());
-    server->AcceptLocked(
-        [&](boost::system::error_code, auto state) { serverState = std::move(state); });
-  }
+  client->Core().Connect(
+      rudp::detail::ToAddress(serverIo.Address()),
+      [&](rudp::detail::EngineError, auto state) { clientState = std::move(state); });
+  server->Core().Accept(
+      [&](rudp::detail::EngineError, auto state) { serverState = std::move(state); });
   auto deliver = [&](const AllocationFreeLink::Datagram& datagram) {
-    auto& core = datagram.to == serverIo.Address() ? *server : *client;
-    std::lock_guard<std::mutex> lock(core.Mutex());
-    core.OnDatagramLocked(datagram.from, datagram.bytes.data(), datagram.bytes.size());
+    auto& core = datagram.to == serverIo.Address() ? server->Core() : client->Core();
+    core.OnDatagram(rudp::detail::ToAddress(datagram.from), datagram.bytes.data(),
+                    datagram.bytes.size());
   };
   for (int i = 0; i < 100 && !(clientState && serverState); ++i) {
     link.Step(deliver, clientTimers, serverTimers, 1000);

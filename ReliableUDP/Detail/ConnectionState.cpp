@@ -2,10 +2,7 @@
 #include "ReliableUDP/Detail/ConnectionState.h"
 
 #include <algorithm>
-#include <boost/asio/error.hpp>
 #include <utility>
-
-#include "ReliableUDP/Error.h"
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -20,12 +17,10 @@ constexpr unsigned kMaxViolations = 100;
 // Room for a STREAM frame's type, offset and length fields.
 constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
 
-boost::system::error_code Code(Error error) { return make_error_code(error); }
-
 }  // namespace
 
 ConnectionState::ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
-                                 const Udp::endpoint& remote, UserData userDataBase)
+                                 const Address& remote, UserData userDataBase)
     : m_context(context),
       m_role(role),
       m_phase(Phase::Connecting),
@@ -278,12 +273,12 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
           m_peerClosed = true;
           if (!m_closeRequested) {
             m_closeRequested = true;
-            m_closeReason = Code(Error::ClosedByPeer);
+            m_closeReason = EngineError::ClosedByPeer;
             m_phase = Phase::Closing;
           }
         } else {
-          Terminate(Code(frame.closeCode == CloseCode::Aborted ? Error::AbortedByPeer
-                                                               : Error::ProtocolError));
+          Terminate(frame.closeCode == CloseCode::Aborted ? EngineError::AbortedByPeer
+                                                          : EngineError::ProtocolError);
           return;
         }
         break;
@@ -323,7 +318,7 @@ void ConnectionState::ProtocolViolation() {
   ++m_context.stats.droppedProtocolViolation;
   if (++m_violations > kMaxViolations) {
     SendAbortPacket(CloseCode::ProtocolError);
-    Terminate(Code(Error::ProtocolError));
+    Terminate(EngineError::ProtocolError);
   }
 }
 
@@ -366,7 +361,7 @@ void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
       } else if (m_phase == Phase::Draining) {
         Terminate(m_endReason);
       } else if (m_phase != Phase::Closed) {
-        Terminate(Code(Error::TimedOut));
+        Terminate(EngineError::TimedOut);
       }
       break;
   }
@@ -554,7 +549,6 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
   const std::size_t size = writer.Finish();
   sent.size = static_cast<std::uint32_t>(size);
   sent.ackEliciting = ackEliciting;
-  sent.inFlight = ackEliciting;
   m_context.Send(m_remote, buffer.data(), size);
   m_loss.OnPacketSent(sent);
   ++m_stats.packetsSent;
@@ -580,19 +574,18 @@ void ConnectionState::SendAbortPacket(CloseCode code) {
 
 // --- Application -------------------------------------------------------------------------------
 
-void ConnectionState::Complete(UniqueFunction<void(boost::system::error_code)>& handler,
-                               boost::system::error_code error) {
+void ConnectionState::Complete(Completion& handler, EngineError error) {
   m_context.io.Post(std::move(handler), error);
 }
 
 void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
                            Microseconds now) {
-  if (m_endReason || m_closeRequested) {
-    Complete(handler, m_endReason ? m_endReason : m_closeReason);
+  if (m_endReason != EngineError::None || m_closeRequested) {
+    Complete(handler, m_endReason != EngineError::None ? m_endReason : m_closeReason);
     return;
   }
   if (size > m_context.options.maxMessageSize || size > m_peerMaxMessageSize) {
-    Complete(handler, Code(Error::MessageTooLarge));
+    Complete(handler, EngineError::MessageTooLarge);
     return;
   }
   m_pendingSends.push_back(PendingSend{data, size, 0, false, std::move(handler)});
@@ -613,7 +606,7 @@ void ConnectionState::PumpSends() {
     send.copied += m_sendBuffer.Append(send.data + send.copied, send.size - send.copied);
     if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
     ++m_stats.messagesSent;
-    Complete(send.handler, {});
+    Complete(send.handler, EngineError::None);
     ++m_sendsHead;
   }
   if (m_sendsHead == m_pendingSends.size()) {
@@ -636,8 +629,9 @@ void ConnectionState::PumpReceives() {
     while (m_receiveBuffer.ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
     }
   }
-  const bool deliverBuffered = !m_endReason || m_endReason == Code(Error::ClosedByPeer) ||
-                               m_endReason == Code(Error::ClosedLocally);
+  const bool deliverBuffered = m_endReason == EngineError::None ||
+                               m_endReason == EngineError::ClosedByPeer ||
+                               m_endReason == EngineError::ClosedLocally;
   while (m_receivesHead < m_pendingReceives.size()) {
     PendingReceive& receive = m_pendingReceives[m_receivesHead];
     auto result = ReceiveBuffer::ReadResult::NeedMore;
@@ -647,20 +641,19 @@ void ConnectionState::PumpReceives() {
         // The peer ignored the maximum message size we advertised: the stream cannot go on.
         ++m_context.stats.droppedProtocolViolation;
         SendAbortPacket(CloseCode::ProtocolError);
-        Terminate(Code(Error::ProtocolError));  // fails this receive and the others
+        Terminate(EngineError::ProtocolError);  // fails this receive and the others
         return;
       }
       result = ReceiveBuffer::ReadResult::NeedMore;
     }
     if (result == ReceiveBuffer::ReadResult::Message) {
       ++m_stats.messagesReceived;
-    } else if (!m_endReason && !m_peerClosed) {
+    } else if (m_endReason == EngineError::None && !m_peerClosed) {
       break;  // more may come
     }
-    Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message
-                                  ? boost::system::error_code{}
-                              : m_endReason ? m_endReason
-                                            : m_closeReason);
+    Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message ? EngineError::None
+                              : m_endReason != EngineError::None           ? m_endReason
+                                                                           : m_closeReason);
     ++m_receivesHead;
   }
   if (m_receivesHead == m_pendingReceives.size()) {
@@ -687,7 +680,7 @@ void ConnectionState::MaybeUpdateMaxData() {
 
 void ConnectionState::AbandonReceives() {
   for (std::size_t i = m_receivesHead; i < m_pendingReceives.size(); ++i) {
-    Complete(m_pendingReceives[i].handler, boost::asio::error::operation_aborted);
+    Complete(m_pendingReceives[i].handler, EngineError::OperationAborted);
   }
   m_pendingReceives.clear();
   m_receivesHead = 0;
@@ -712,7 +705,7 @@ void ConnectionState::ReleaseIdleMemory() {
 }
 
 void ConnectionState::WaitClosed(CloseHandler handler) {
-  if (m_endReason) {
+  if (m_endReason != EngineError::None) {
     Complete(handler, m_endReason);
   } else {
     m_closeWaiters.push_back(std::move(handler));
@@ -720,9 +713,9 @@ void ConnectionState::WaitClosed(CloseHandler handler) {
 }
 
 void ConnectionState::Close(Microseconds now) {
-  if (m_closeRequested || m_endReason || m_phase == Phase::Closed) return;
+  if (m_closeRequested || m_endReason != EngineError::None || m_phase == Phase::Closed) return;
   m_closeRequested = true;
-  m_closeReason = Code(Error::ClosedLocally);
+  m_closeReason = EngineError::ClosedLocally;
   if (m_phase == Phase::Connecting) {
     Terminate(m_closeReason);
     return;
@@ -744,10 +737,10 @@ void ConnectionState::MaybeQueueClose() {
 void ConnectionState::Abort(Microseconds) {
   if (m_phase == Phase::Closed) return;
   if (m_phase != Phase::Draining) SendAbortPacket(CloseCode::Aborted);
-  Terminate(Code(Error::Aborted));
+  Terminate(EngineError::Aborted);
 }
 
-void ConnectionState::Shutdown(boost::system::error_code reason) {
+void ConnectionState::Shutdown(EngineError reason) {
   if (m_phase != Phase::Closed) Terminate(reason);
 }
 
@@ -764,8 +757,8 @@ void ConnectionState::CompletePendingOperations() {
   m_closeWaiters.clear();
 }
 
-void ConnectionState::BeginDraining(boost::system::error_code reason, Microseconds now) {
-  if (!m_endReason) m_endReason = reason;
+void ConnectionState::BeginDraining(EngineError reason, Microseconds now) {
+  if (m_endReason == EngineError::None) m_endReason = reason;
   m_phase = Phase::Draining;
   CompletePendingOperations();
   m_loss.DiscardAll();
@@ -779,8 +772,8 @@ void ConnectionState::BeginDraining(boost::system::error_code reason, Microsecon
   ArmTimer(TimerKind::Idle, m_idleDeadline, now);
 }
 
-void ConnectionState::Terminate(boost::system::error_code reason) {
-  if (!m_endReason) m_endReason = reason;
+void ConnectionState::Terminate(EngineError reason) {
+  if (m_endReason == EngineError::None) m_endReason = reason;
   m_phase = Phase::Closed;
   CompletePendingOperations();
   m_loss.DiscardAll();

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <array>
-#include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,12 +18,12 @@
 
 namespace timerwheel::rudp::detail {
 
-using SendHandler = UniqueFunction<void(boost::system::error_code)>;
-using ReceiveHandler = UniqueFunction<void(boost::system::error_code)>;
-using CloseHandler = UniqueFunction<void(boost::system::error_code)>;
+using SendHandler = Completion;
+using ReceiveHandler = Completion;
+using CloseHandler = Completion;
 
-// Thread safety: none. Every method is called with the endpoint's lock held (EndpointCore), and
-// user handlers are handed to IEndpointIo::Post, never run here.
+// Thread safety: none. The caller serialises every call into the endpoint and its connections
+// (EndpointCore), and user handlers are handed to IEndpointIo::Post, never run here.
 //
 // Lifecycle (graceful close is two-way, like TCP's FIN):
 //   Connecting (client)  --Welcome-->  Established
@@ -56,8 +55,8 @@ class ConnectionState final : private IPacketFate {
 
   // userDataBase: identifies this connection to the endpoint in timer user data; the timer kind
   // is added to it (the low 3 bits are zero).
-  ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
-                  const Udp::endpoint& remote, UserData userDataBase);
+  ConnectionState(EndpointContext& context, Role role, ConnectionId localId, const Address& remote,
+                  UserData userDataBase);
   ~ConnectionState();
   ConnectionState(const ConnectionState&) = delete;
   ConnectionState& operator=(const ConnectionState&) = delete;
@@ -84,15 +83,15 @@ class ConnectionState final : private IPacketFate {
   void Close(Microseconds now);  // graceful
   void Abort(Microseconds now);
   // The endpoint is going away: end with `reason`, send nothing more, destroy the timers.
-  void Shutdown(boost::system::error_code reason);
+  void Shutdown(EngineError reason);
 
   ConnectionStatistics GetStatistics() const;
   ConnectionId LocalId() const noexcept { return m_localId; }
   ConnectionId PeerId() const noexcept { return m_peerId; }
-  const Udp::endpoint& Remote() const noexcept { return m_remote; }
+  const Address& Remote() const noexcept { return m_remote; }
   Role GetRole() const noexcept { return m_role; }
   Phase GetPhase() const noexcept { return m_phase; }
-  boost::system::error_code EndReason() const noexcept { return m_endReason; }
+  EngineError EndReason() const noexcept { return m_endReason; }
   UserData UserDataBase() const noexcept { return m_userDataBase; }
 
   // What happened since the last call (for the endpoint: connect completions, retirement).
@@ -139,14 +138,13 @@ class ConnectionState final : private IPacketFate {
   void MaybeQueueClose();
   void PrepareProbe();
   void ProtocolViolation();
-  void BeginDraining(boost::system::error_code reason, Microseconds now);
+  void BeginDraining(EngineError reason, Microseconds now);
   // With the end reason set: pending sends and close waiters complete with it; receives get
   // the messages still buffered (after a graceful close), then the reason.
   void CompletePendingOperations();
   // Closed: pending operations complete with the reason, timers destroyed, events.finished.
-  void Terminate(boost::system::error_code reason);
-  void Complete(UniqueFunction<void(boost::system::error_code)>& handler,
-                boost::system::error_code error);
+  void Terminate(EngineError reason);
+  void Complete(Completion& handler, EngineError error);
 
   void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
   void CancelTimer(TimerKind kind);
@@ -162,9 +160,9 @@ class ConnectionState final : private IPacketFate {
   Phase m_phase;
   const ConnectionId m_localId;
   ConnectionId m_peerId = 0;
-  Udp::endpoint m_remote;
+  Address m_remote;
   const UserData m_userDataBase;
-  boost::system::error_code m_endReason;
+  EngineError m_endReason = EngineError::None;
   Events m_events;
 
   // Handshake (client).
@@ -191,7 +189,7 @@ class ConnectionState final : private IPacketFate {
   bool m_closePending = false;    // our CLOSE must be (re)sent
   bool m_closeInFlight = false;
   bool m_closeAcked = false;
-  boost::system::error_code m_closeReason;  // ClosedLocally or ClosedByPeer: who closed first
+  EngineError m_closeReason = EngineError::None;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
   std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)

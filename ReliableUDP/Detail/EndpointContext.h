@@ -1,13 +1,13 @@
 // What every connection of one endpoint shares: I/O, timers, buffers, options, counters.
 #pragma once
 
-#include <boost/asio/ip/udp.hpp>
-#include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "ReliableUDP/Detail/Address.h"
 #include "ReliableUDP/Detail/ChunkPool.h"
+#include "ReliableUDP/Detail/EngineError.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/SipHash.h"
 #include "ReliableUDP/Detail/UniqueFunction.h"
@@ -18,24 +18,26 @@
 
 namespace timerwheel::rudp::detail {
 
-using Udp = boost::asio::ip::udp;
+// An operation's completion handler as the engine holds it. Inline room for a public handler
+// wrapped in an adapter that converts the EngineError (see UniqueFunction), so that queuing a send
+// or a receive allocates nothing.
+using Completion = UniqueFunction<void(EngineError), 96>;
 
 // The protocol engine is sans-I/O: the endpoint supplies sending, the clock and a way to run
 // completion handlers later. The Asio endpoint uses a socket and its io_context; tests use a
 // simulated network and a manual clock.
 class IEndpointIo {
  public:
-  // Sends one datagram (or queues it if the socket cannot take it now). Called with the
-  // endpoint's lock held.
-  virtual void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data,
-                            std::size_t size) = 0;
+  // Sends one datagram (or queues it if the socket cannot take it now). Called from inside the
+  // engine, so under whatever lock the caller serialises the engine with.
+  virtual void SendDatagram(const Address& to, const std::uint8_t* data, std::size_t size) = 0;
   // Transport time, microseconds, monotonic. Now() / 1000 is the timer queue's tick count at the
   // same instant, so a timer armed for ceil(deadline / 1000) - Now() / 1000 ms never fires before
   // `deadline`.
   virtual Microseconds Now() const = 0;
-  // Runs handler(error) later, never inside this call (user handlers never run under the lock).
-  virtual void Post(UniqueFunction<void(boost::system::error_code)> handler,
-                    boost::system::error_code error) = 0;
+  // Runs handler(error) later, never inside this call (user handlers never run inside the
+  // engine, so never under the caller's lock).
+  virtual void Post(Completion handler, EngineError error) = 0;
 
  protected:
   ~IEndpointIo() = default;
@@ -53,7 +55,7 @@ struct EndpointContext {
         datagram(options_.maxDatagramSize) {}
 
   // Every datagram goes out through here, so the endpoint's counters see all of them.
-  void Send(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) {
+  void Send(const Address& to, const std::uint8_t* data, std::size_t size) {
     ++stats.datagramsSent;
     stats.bytesSent += size;
     io.SendDatagram(to, data, size);
@@ -67,8 +69,8 @@ struct EndpointContext {
   ChunkPool pool;
   ConnectionIdGenerator connectionIds;
   EndpointStatistics stats;
-  // Scratch space shared by all connections (one lock): a datagram buffer per connection would
-  // cost every idle connection maxDatagramSize (1.2 KB by default).
+  // Scratch space shared by all connections (the engine is never entered twice at once): a datagram
+  // buffer per connection would cost every idle connection maxDatagramSize (1.2 KB by default).
   std::vector<std::uint8_t> datagram;   // one outgoing datagram being built
   std::vector<std::uint8_t> discarded;  // messages nobody will read (handle dropped)
 };

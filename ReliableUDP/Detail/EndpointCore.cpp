@@ -1,12 +1,10 @@
-// The sans-I/O endpoint (see EndpointCore.h for the locking rules).
+// The sans-I/O endpoint (see EndpointCore.h for its thread-safety rules).
 #include "ReliableUDP/Detail/EndpointCore.h"
 
 #include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <utility>
-
-#include "ReliableUDP/Error.h"
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -18,19 +16,6 @@ constexpr unsigned kKindBits = 3;
 constexpr std::uint64_t kKindMask = (1u << kKindBits) - 1;
 constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << (32 - kKindBits);
 
-// The raw address bytes a cookie is bound to.
-std::size_t AddressBytes(const Udp::endpoint& endpoint, std::array<std::uint8_t, 16>& out) {
-  const auto address = endpoint.address();
-  if (address.is_v4()) {
-    const auto bytes = address.to_v4().to_bytes();
-    std::copy(bytes.begin(), bytes.end(), out.begin());
-    return bytes.size();
-  }
-  const auto bytes = address.to_v6().to_bytes();
-  std::copy(bytes.begin(), bytes.end(), out.begin());
-  return bytes.size();
-}
-
 bool ParametersAreValid(const TransportParameters& parameters) {
   return parameters.maxDatagramSize >= kHelloSize &&
          parameters.maxDatagramSize <= kMaxDatagramSize && parameters.initialMaxData > 0 &&
@@ -41,21 +26,17 @@ bool ParametersAreValid(const TransportParameters& parameters) {
 }  // namespace
 
 EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
-                           const EndpointOptions& options)
+                           const EndpointOptions& options, ITimer* timerSink)
     : m_io(io),
-      m_context(io, timers, *this, timerGranularity, options),
+      m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
       m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000) {
 }
 
-EndpointCore::~EndpointCore() {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  ShutdownLocked();
-}
+EndpointCore::~EndpointCore() { Shutdown(); }
 
 // --- Datagrams ---------------------------------------------------------------------------------
 
-void EndpointCore::OnDatagramLocked(const Udp::endpoint& from, const std::uint8_t* data,
-                                    std::size_t size) {
+void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size) {
   if (m_shutDown) return;
   auto& stats = m_context.stats;
   ++stats.datagramsReceived;
@@ -109,7 +90,7 @@ void EndpointCore::OnDatagramLocked(const Udp::endpoint& from, const std::uint8_
   HandleEvents(slot);
 }
 
-void EndpointCore::OnHello(const Udp::endpoint& from, const PacketHeader& header) {
+void EndpointCore::OnHello(const Address& from, const PacketHeader& header) {
   auto& stats = m_context.stats;
   if (!m_context.options.acceptIncoming) {
     ++stats.droppedNotAccepting;
@@ -121,10 +102,8 @@ void EndpointCore::OnHello(const Udp::endpoint& from, const PacketHeader& header
   }
   // Stateless: the cookie is all the server remembers, and it is in the client's hands. The
   // reply (37 bytes) is far smaller than the 1200-byte Hello, so spoofed Hellos amplify nothing.
-  std::array<std::uint8_t, 16> address{};
-  const std::size_t addressSize = AddressBytes(from, address);
   const auto cookie =
-      m_cookies.Mint(address.data(), addressSize, from.port(), header.source, m_io.Now());
+      m_cookies.Mint(from.bytes.data(), from.ByteCount(), from.port, header.source, m_io.Now());
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginCookie(header.source, cookie);
@@ -133,7 +112,7 @@ void EndpointCore::OnHello(const Udp::endpoint& from, const PacketHeader& header
   ++stats.cookiesSent;
 }
 
-void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHeader& header) {
+void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& header) {
   auto& stats = m_context.stats;
   if (!m_context.options.acceptIncoming) {
     ++stats.droppedNotAccepting;
@@ -147,10 +126,8 @@ void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHead
     m_slots[existing->second].connection->OnRepeatedHelloWithCookie(now);
     return;
   }
-  std::array<std::uint8_t, 16> address{};
-  const std::size_t addressSize = AddressBytes(from, address);
-  if (header.source == 0 || !m_cookies.Verify(header.cookie, address.data(), addressSize,
-                                              from.port(), header.source, now)) {
+  if (header.source == 0 || !m_cookies.Verify(header.cookie, from.bytes.data(), from.ByteCount(),
+                                              from.port, header.source, now)) {
     ++stats.droppedBadCookie;
     return;
   }
@@ -181,7 +158,7 @@ void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHead
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.erase(m_acceptWaiters.begin());
-    Post(waiter, {}, connection);
+    Post(waiter, EngineError::None, connection);
   } else {
     m_acceptQueue.push_back(connection);
   }
@@ -190,10 +167,10 @@ void EndpointCore::OnHelloWithCookie(const Udp::endpoint& from, const PacketHead
 
 // --- Connections -------------------------------------------------------------------------------
 
-void EndpointCore::ConnectLocked(const Udp::endpoint& remote, ConnectCompletion completion) {
-  if (m_shutDown) return Post(completion, make_error_code(Error::EndpointClosed), nullptr);
+void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) {
+  if (m_shutDown) return Post(completion, EngineError::EndpointClosed, nullptr);
   if (m_context.stats.connectionsOpen >= m_context.options.maxConnections) {
-    return Post(completion, make_error_code(Error::ConnectionLimit), nullptr);
+    return Post(completion, EngineError::ConnectionLimit, nullptr);
   }
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
@@ -207,17 +184,17 @@ void EndpointCore::ConnectLocked(const Udp::endpoint& remote, ConnectCompletion 
   HandleEvents(slot);
 }
 
-void EndpointCore::AcceptLocked(ConnectCompletion completion) {
-  if (m_shutDown) return Post(completion, make_error_code(Error::EndpointClosed), nullptr);
+void EndpointCore::Accept(ConnectCompletion completion) {
+  if (m_shutDown) return Post(completion, EngineError::EndpointClosed, nullptr);
   if (!m_acceptQueue.empty()) {
     auto connection = std::move(m_acceptQueue.front());
     m_acceptQueue.erase(m_acceptQueue.begin());
-    return Post(completion, {}, std::move(connection));
+    return Post(completion, EngineError::None, std::move(connection));
   }
   m_acceptWaiters.push_back(std::move(completion));
 }
 
-void EndpointCore::AfterCallLocked(ConnectionState& connection) {
+void EndpointCore::AfterCall(ConnectionState& connection) {
   const auto slot =
       static_cast<std::uint32_t>((connection.UserDataBase() >> kKindBits) & (kMaxSlots - 1));
   if (slot < m_slots.size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
@@ -231,7 +208,7 @@ void EndpointCore::HandleEvents(std::uint32_t slot) {
     const auto pending = m_connects.find(slot);
     if (pending != m_connects.end()) {
       if (events.established) {
-        Post(pending->second, {}, connection);
+        Post(pending->second, EngineError::None, connection);
       } else {
         Post(pending->second, connection->EndReason(), nullptr);
       }
@@ -263,9 +240,9 @@ void EndpointCore::Retire(std::uint32_t slot) {
   --m_context.stats.connectionsOpen;
 }
 
-void EndpointCore::ShutdownLocked() {
+void EndpointCore::Shutdown() {
   if (m_shutDown) return;
-  const auto reason = make_error_code(Error::EndpointClosed);
+  const auto reason = EngineError::EndpointClosed;
   for (std::uint32_t slot = 0; slot < m_slots.size(); ++slot) {
     if (!m_slots[slot].connection) continue;
     m_slots[slot].connection->Shutdown(reason);
@@ -315,17 +292,16 @@ UserData EndpointCore::UserDataBase(std::uint32_t slot) const noexcept {
                                (std::uint64_t{slot} << kKindBits));
 }
 
-void EndpointCore::Post(ConnectCompletion& completion, boost::system::error_code error,
+void EndpointCore::Post(ConnectCompletion& completion, EngineError error,
                         std::shared_ptr<ConnectionState> connection) {
   m_io.Post([completion = std::move(completion), connection = std::move(connection)](
-                boost::system::error_code ec) mutable { completion(ec, std::move(connection)); },
+                EngineError result) mutable { completion(result, std::move(connection)); },
             error);
 }
 
 // --- Timers ------------------------------------------------------------------------------------
 
 void EndpointCore::OnTimer(UserData userData) {
-  std::lock_guard<std::mutex> lock(m_mutex);
   if (m_shutDown) return;
   const auto value = static_cast<std::uint64_t>(userData);
   const auto kind = static_cast<TimerKind>(value & kKindMask);
@@ -341,6 +317,6 @@ void EndpointCore::OnTimer(UserData userData) {
   HandleEvents(slot);
 }
 
-EndpointStatistics EndpointCore::StatisticsLocked() const { return m_context.stats; }
+EndpointStatistics EndpointCore::Statistics() const { return m_context.stats; }
 
 }  // namespace timerwheel::rudp::detail

@@ -1,11 +1,9 @@
 // The sans-I/O endpoint: connection table, demultiplexing, stateless handshake, timers.
 #pragma once
 
-#include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -16,47 +14,47 @@
 
 namespace timerwheel::rudp::detail {
 
-// Ground rules (locking): one mutex, Mutex(), guards everything here and in every
-// ConnectionState of this endpoint, including the chunk pool. Methods named *Locked require it
-// held; OnTimer takes it. Socket operations of the Asio endpoint are made under it too. Timer
-// calls are made with it held (lock order: endpoint, then the timer driver's own lock); the
-// driver must dispatch without its lock (DispatchPolicy::WithoutLock). User handlers are never
-// run under it: they are posted through IEndpointIo::Post.
+// Thread safety: none, and no lock. The caller serialises every call into this object and into
+// its ConnectionStates (the chunk pool and scratch buffers are shared), timer expiries included:
+// the Asio endpoint wraps it with one mutex (LockedEngine), the simulated network in the tests
+// runs it on one thread. Timer calls are made from inside these calls, so a locking caller holds
+// its lock while the timer driver takes its own (lock order: engine, then driver), and the driver
+// must dispatch without its lock (DispatchPolicy::WithoutLock). User handlers are never run here:
+// they are posted through IEndpointIo::Post.
 //
 // State per connection is allocated only when a client echoes a valid cookie (servers) or
 // connects (clients). Connection IDs are random (SipHash of a counter under a random key).
 class EndpointCore final : public ITimer {
  public:
-  using ConnectCompletion =
-      UniqueFunction<void(boost::system::error_code, std::shared_ptr<ConnectionState>)>;
+  using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<ConnectionState>)>;
 
   // `options` must have been through ValidateOptions. The timer queue and the I/O must outlive
-  // every call into this object before ShutdownLocked; after it, neither is used again.
+  // every call into this object before Shutdown; after it, neither is used again. Timer expiries
+  // go to `timerSink`, which must call OnTimer (a locking caller passes an ITimer that takes its
+  // lock first); nullptr: to this object.
   EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
-               const EndpointOptions& options);
+               const EndpointOptions& options, ITimer* timerSink = nullptr);
   ~EndpointCore();
   EndpointCore(const EndpointCore&) = delete;
   EndpointCore& operator=(const EndpointCore&) = delete;
 
-  std::mutex& Mutex() noexcept { return m_mutex; }
-
-  void OnDatagramLocked(const Udp::endpoint& from, const std::uint8_t* data, std::size_t size);
-  void ConnectLocked(const Udp::endpoint& remote, ConnectCompletion completion);
-  void AcceptLocked(ConnectCompletion completion);
-  // Ends every connection with Error::EndpointClosed, fails pending connects and accepts,
-  // destroys every timer. Afterwards the endpoint does nothing (IsShutDown).
-  void ShutdownLocked();
-  bool IsShutDownLocked() const noexcept { return m_shutDown; }
+  void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
+  void Connect(const Address& remote, ConnectCompletion completion);
+  void Accept(ConnectCompletion completion);
+  // Ends every connection with EndpointClosed, fails pending connects and accepts, destroys
+  // every timer. Afterwards the endpoint does nothing (IsShutDown).
+  void Shutdown();
+  bool IsShutDown() const noexcept { return m_shutDown; }
 
   // After calling into a connection from outside (the public Connection): handles what it
   // reports (connect completion, retirement).
-  void AfterCallLocked(ConnectionState& connection);
+  void AfterCall(ConnectionState& connection);
 
-  EndpointStatistics StatisticsLocked() const;
-  EndpointContext& ContextLocked() noexcept { return m_context; }
+  EndpointStatistics Statistics() const;
+  EndpointContext& Context() noexcept { return m_context; }
   Microseconds Now() const { return m_io.Now(); }
 
-  void OnTimer(UserData userData) override;  // ITimer: takes the lock
+  void OnTimer(UserData userData) override;  // ITimer
 
  private:
   struct Slot {
@@ -65,7 +63,7 @@ class EndpointCore final : public ITimer {
     bool inHandshakeMap = false;  // server side, while its cookie could still be replayed
   };
   struct HandshakeKey {
-    Udp::endpoint remote;
+    Address remote;
     ConnectionId clientId = 0;
     bool operator==(const HandshakeKey& other) const noexcept {
       return clientId == other.clientId && remote == other.remote;
@@ -73,21 +71,20 @@ class EndpointCore final : public ITimer {
   };
   struct HandshakeKeyHash {
     std::size_t operator()(const HandshakeKey& key) const noexcept {
-      return static_cast<std::size_t>(key.clientId ^ (std::uint64_t{key.remote.port()} << 48));
+      return static_cast<std::size_t>(key.clientId ^ (std::uint64_t{key.remote.port} << 48));
     }
   };
 
-  void OnHello(const Udp::endpoint& from, const PacketHeader& header);
-  void OnHelloWithCookie(const Udp::endpoint& from, const PacketHeader& header);
+  void OnHello(const Address& from, const PacketHeader& header);
+  void OnHelloWithCookie(const Address& from, const PacketHeader& header);
   std::uint32_t AllocateSlot();
   ConnectionId NewConnectionId();
   UserData UserDataBase(std::uint32_t slot) const noexcept;
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);
-  void Post(ConnectCompletion& completion, boost::system::error_code error,
+  void Post(ConnectCompletion& completion, EngineError error,
             std::shared_ptr<ConnectionState> connection);
 
-  std::mutex m_mutex;
   IEndpointIo& m_io;
   EndpointContext m_context;
   HandshakeCookie m_cookies;

@@ -141,20 +141,16 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
     m_nextPacketNumber = packet.packetNumber + 1;
     return;
   }
-  if (packet.inFlight) {
-    RefillPacer(packet.timeSent);
-    m_pacingTokens -= static_cast<double>(packet.size);
-  }
+  // From here on every packet is ack-eliciting, and so in flight (this transport sends no
+  // padding-only packets): every record in the ring counts toward bytes in flight.
+  RefillPacer(packet.timeSent);
+  m_pacingTokens -= static_cast<double>(packet.size);
   Push(packet);
   m_nextPacketNumber = packet.packetNumber + 1;
-  if (packet.inFlight) {
-    m_stats.bytesInFlight += packet.size;
-    m_inFlightHigh = std::max(m_inFlightHigh, m_stats.bytesInFlight);
-  }
-  if (packet.ackEliciting) {
-    ++m_ackElicitingInFlight;
-    m_lastAckElicitingSent = packet.timeSent;
-  }
+  m_stats.bytesInFlight += packet.size;
+  m_inFlightHigh = std::max(m_inFlightHigh, m_stats.bytesInFlight);
+  ++m_ackElicitingInFlight;
+  m_lastAckElicitingSent = packet.timeSent;
 }
 
 bool LossRecovery::CanSend(std::size_t bytes) const noexcept {
@@ -200,16 +196,14 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
         // Already taken out of flight when declared lost.
         ++m_stats.spuriousLosses;
       } else {
-        if (packet.inFlight) {
-          m_stats.bytesInFlight -= packet.size;
-          // RFC 9002 7.3.2: no growth for packets sent before the current recovery period.
-          if (!m_inRecovery || packet.timeSent > m_recoveryStart) growthBytes += packet.size;
-        }
-        if (packet.ackEliciting) --m_ackElicitingInFlight;
+        m_stats.bytesInFlight -= packet.size;
+        // RFC 9002 7.3.2: no growth for packets sent before the current recovery period.
+        if (!m_inRecovery || packet.timeSent > m_recoveryStart) growthBytes += packet.size;
+        --m_ackElicitingInFlight;
       }
       // RFC 9002 5.1: sample only when the largest acknowledged is newly acknowledged and
-      // ack-eliciting.
-      if (packet.packetNumber == ack.largest && packet.ackEliciting) {
+      // ack-eliciting (every recorded packet is).
+      if (packet.packetNumber == ack.largest) {
         haveRttSample = true;
         sampleSentTime = packet.timeSent;
       }
@@ -300,18 +294,14 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
     record.lostTime = now;
     const SentPacket packet = record.packet;
     ++m_stats.packetsLost;
-    if (packet.inFlight) {
-      m_stats.bytesInFlight -= packet.size;
-      anyInFlightLost = true;
-      largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
-    }
-    if (packet.ackEliciting) {
-      --m_ackElicitingInFlight;
-      if (m_hasRttSample && packet.timeSent > m_firstRttSampleTime) {
-        if (!anyCongestionCandidate) firstCandidate = i;
-        anyCongestionCandidate = true;
-        lastCandidate = i;
-      }
+    m_stats.bytesInFlight -= packet.size;
+    anyInFlightLost = true;
+    largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
+    --m_ackElicitingInFlight;
+    if (m_hasRttSample && packet.timeSent > m_firstRttSampleTime) {
+      if (!anyCongestionCandidate) firstCandidate = i;
+      anyCongestionCandidate = true;
+      lastCandidate = i;
     }
     fate.OnPacketLost(packet);
   }

@@ -16,8 +16,7 @@ struct SentPacket {
   PacketNumber packetNumber = 0;
   Microseconds timeSent = 0;
   std::uint32_t size = 0;     // bytes on the wire
-  bool ackEliciting = false;  // carried anything but ACK/padding
-  bool inFlight = false;      // counts toward bytes in flight (every ack-eliciting packet)
+  bool ackEliciting = false;  // carried anything but ACK/padding; only these are in flight
   std::uint64_t streamOffset = 0;
   std::uint32_t streamSize = 0;  // 0: no STREAM frame
   bool hasMaxData = false;

@@ -9,15 +9,17 @@
 
 namespace timerwheel::rudp::detail {
 
-template <class Signature>
+template <class Signature, std::size_t InlineSize = 64>
 class UniqueFunction;
 
 // Like std::function, but holds move-only callables (Asio handlers often are), and keeps
 // callables of up to kInlineSize bytes inline so that queuing a typical lambda allocates nothing.
-template <class R, class... Args>
-class UniqueFunction<R(Args...)> {
+// A wrapper that holds another UniqueFunction (an adapter between signatures) needs a larger
+// InlineSize than the function it wraps, or it allocates.
+template <class R, class... Args, std::size_t InlineSize>
+class UniqueFunction<R(Args...), InlineSize> {
  public:
-  static constexpr std::size_t kInlineSize = 64;
+  static constexpr std::size_t kInlineSize = InlineSize;
 
   UniqueFunction() noexcept = default;
   UniqueFunction(std::nullptr_t) noexcept {}  // NOLINT: implicit, like std::function

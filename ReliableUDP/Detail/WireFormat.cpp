@@ -12,11 +12,30 @@ namespace timerwheel::rudp::detail {
 namespace {
 
 constexpr std::size_t kConnectionIdSize = 8;
-// Type byte, destination connection ID and checksum: what every datagram has.
-constexpr std::size_t kMinimumPacketSize = 1 + kConnectionIdSize + kChecksumSize;
+// Type byte and destination connection ID: what every packet starts with.
+constexpr std::size_t kCommonHeaderSize = 1 + kConnectionIdSize;
+// ... and a source connection ID after them (Hello, HelloWithCookie, Welcome).
+constexpr std::size_t kHeaderWithSourceSize = kCommonHeaderSize + kConnectionIdSize;
+// The common header and the checksum: what every datagram has.
+constexpr std::size_t kMinimumPacketSize = kCommonHeaderSize + kChecksumSize;
 constexpr std::uint8_t kLastPacketType = static_cast<std::uint8_t>(PacketType::Data);
 // The range count of an ACK never exceeds kMaxAckRanges - 1, which always fits in one byte.
 static_assert(kMaxAckRanges - 1 <= 63, "the ACK range count must be a one-byte varint");
+
+// The four variable-length integer encodings (RFC 9000 16), indexed by the two high bits of the
+// first byte: how many bytes, and the largest value each holds.
+struct VarIntForm {
+  std::size_t size;
+  std::uint64_t maximum;
+};
+constexpr VarIntForm kVarIntForms[4] = {{1, 0x3F}, {2, 0x3FFF}, {4, 0x3FFFFFFF}, {8, kMaxVarInt}};
+
+// The index of the shortest form that holds `value` (<= kMaxVarInt).
+constexpr unsigned VarIntFormFor(std::uint64_t value) noexcept {
+  unsigned form = 0;
+  while (form < 3 && value > kVarIntForms[form].maximum) ++form;
+  return form;
+}
 
 // Values above kMaxVarInt break the caller's contract; saturating keeps the encoding well formed.
 constexpr std::uint64_t Saturate(std::uint64_t value) noexcept {
@@ -48,14 +67,11 @@ class Reader {
 
   bool ReadVarInt(std::uint64_t& value) noexcept {
     if (m_position == m_end) return false;
-    const std::size_t size = std::size_t{1} << (m_position[0] >> 6);
-    if (Left() < size) return false;
+    const VarIntForm& form = kVarIntForms[m_position[0] >> 6];
+    if (Left() < form.size) return false;
     // Non-minimal encodings are accepted: the length prefix alone decides the size.
-    value = LoadBig(m_position, size) & (size == 1   ? 0x3Fu
-                                         : size == 2 ? 0x3FFFu
-                                         : size == 4 ? 0x3FFFFFFFu
-                                                     : kMaxVarInt);
-    m_position += size;
+    value = LoadBig(m_position, form.size) & form.maximum;
+    m_position += form.size;
     return true;
   }
 
@@ -162,10 +178,7 @@ const char* ToString(DecodeStatus status) noexcept {
 }
 
 std::size_t VarIntSize(std::uint64_t value) noexcept {
-  if (value <= 0x3Fu) return 1;
-  if (value <= 0x3FFFu) return 2;
-  if (value <= 0x3FFFFFFFu) return 4;
-  return 8;
+  return kVarIntForms[VarIntFormFor(value)].size;
 }
 
 DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
@@ -276,10 +289,10 @@ namespace {
 
 std::uint8_t* WriteVarInt(std::uint8_t* p, std::uint64_t value) noexcept {
   value = Saturate(value);
-  const std::size_t size = VarIntSize(value);
-  StoreBig(p, value, size);
-  p[0] |= static_cast<std::uint8_t>((size == 1 ? 0u : size == 2 ? 1u : size == 4 ? 2u : 3u) << 6);
-  return p + size;
+  const unsigned form = VarIntFormFor(value);
+  StoreBig(p, value, kVarIntForms[form].size);
+  p[0] |= static_cast<std::uint8_t>(form << 6);
+  return p + kVarIntForms[form].size;
 }
 
 std::uint8_t* WriteBig64(std::uint8_t* p, std::uint64_t value) noexcept {
@@ -333,14 +346,14 @@ bool PacketWriter::Start(PacketType type, ConnectionId destination, std::size_t 
 }
 
 void PacketWriter::BeginHello(ConnectionId source) noexcept {
-  if (!Start(PacketType::Hello, 0, 1 + 8 + 8, kHelloSize)) return;
+  if (!Start(PacketType::Hello, 0, kHeaderWithSourceSize, kHelloSize)) return;
   m_position = WriteBig64(m_position, source);
   m_framesBegin = m_position;
 }
 
 void PacketWriter::BeginCookie(ConnectionId destination,
                                const std::array<std::uint8_t, kCookieSize>& cookie) noexcept {
-  if (!Start(PacketType::Cookie, destination, 1 + 8 + kCookieSize, 0)) return;
+  if (!Start(PacketType::Cookie, destination, kCommonHeaderSize + kCookieSize, 0)) return;
   std::memcpy(m_position, cookie.data(), kCookieSize);
   m_position += kCookieSize;
   m_framesBegin = m_position;
@@ -349,8 +362,8 @@ void PacketWriter::BeginCookie(ConnectionId destination,
 void PacketWriter::BeginHelloWithCookie(ConnectionId source,
                                         const std::array<std::uint8_t, kCookieSize>& cookie,
                                         const TransportParameters& parameters) noexcept {
-  if (!Start(PacketType::HelloWithCookie, 0, 1 + 8 + 8 + kCookieSize + ParametersSize(parameters),
-             kHelloSize)) {
+  if (!Start(PacketType::HelloWithCookie, 0,
+             kHeaderWithSourceSize + kCookieSize + ParametersSize(parameters), kHelloSize)) {
     return;
   }
   m_position = WriteBig64(m_position, source);
@@ -362,14 +375,18 @@ void PacketWriter::BeginHelloWithCookie(ConnectionId source,
 
 void PacketWriter::BeginWelcome(ConnectionId destination, ConnectionId source,
                                 const TransportParameters& parameters) noexcept {
-  if (!Start(PacketType::Welcome, destination, 1 + 8 + 8 + ParametersSize(parameters), 0)) return;
+  if (!Start(PacketType::Welcome, destination, kHeaderWithSourceSize + ParametersSize(parameters),
+             0))
+    return;
   m_position = WriteBig64(m_position, source);
   m_position = WriteParameters(m_position, parameters);
   m_framesBegin = m_position;
 }
 
 void PacketWriter::BeginData(ConnectionId destination, PacketNumber packetNumber) noexcept {
-  if (!Start(PacketType::Data, destination, 1 + 8 + VarIntSize(Saturate(packetNumber)), 0)) return;
+  if (!Start(PacketType::Data, destination, kCommonHeaderSize + VarIntSize(Saturate(packetNumber)),
+             0))
+    return;
   m_position = WriteVarInt(m_position, packetNumber);
   m_framesBegin = m_position;
 }
@@ -421,18 +438,6 @@ bool PacketWriter::AppendAck(const AckRange* ranges, std::size_t rangeCount,
   return true;
 }
 
-bool PacketWriter::AppendStream(std::uint64_t offset, const std::uint8_t* data, std::size_t length,
-                                std::size_t* written) noexcept {
-  if (written != nullptr) *written = 0;
-  if (data == nullptr) return false;
-  std::size_t count = 0;
-  std::uint8_t* p = AppendStreamHeader(offset, length, &count);
-  if (p == nullptr) return false;
-  std::memcpy(p, data, count);
-  if (written != nullptr) *written = count;
-  return true;
-}
-
 std::uint8_t* PacketWriter::AppendStreamHeader(std::uint64_t offset, std::size_t length,
                                                std::size_t* count) noexcept {
   *count = 0;
@@ -445,11 +450,9 @@ std::uint8_t* PacketWriter::AppendStreamHeader(std::uint64_t offset, std::size_t
   // The largest n whose length field plus n bytes fit: try each length-field size.
   const std::uint64_t wanted = std::min<std::uint64_t>(length, kMaxVarInt - offset);
   std::uint64_t best = 0;
-  constexpr std::pair<std::size_t, std::uint64_t> kFieldSizes[] = {
-      {1, 0x3Fu}, {2, 0x3FFFu}, {4, 0x3FFFFFFFu}, {8, kMaxVarInt}};
-  for (const auto& [fieldSize, fieldMaximum] : kFieldSizes) {
-    if (available <= fieldSize) break;
-    best = std::max(best, std::min({wanted, std::uint64_t{available - fieldSize}, fieldMaximum}));
+  for (const VarIntForm& field : kVarIntForms) {
+    if (available <= field.size) break;
+    best = std::max(best, std::min({wanted, std::uint64_t{available - field.size}, field.maximum}));
   }
   if (best == 0) return nullptr;
 

@@ -158,14 +158,9 @@ class PacketWriter {
   // up to kMaxAckRanges. Returns false if not even the first fits.
   bool AppendAck(const AckRange* ranges, std::size_t rangeCount,
                  std::uint64_t ackDelayMicroseconds) noexcept;
-  // Writes as much of [data, data + length) as fits, at least 1 byte (else false); *written says
-  // how much.
-  bool AppendStream(std::uint64_t offset, const std::uint8_t* data, std::size_t length,
-                    std::size_t* written) noexcept;
-  // The same without the copy: writes the frame's header for as many of `length` bytes as fit
-  // (*count, at least 1) and returns where the caller must write exactly those bytes; nullptr
-  // (nothing written) if not even one fits. Lets a sender read its stream straight into the
-  // datagram.
+  // Writes a STREAM frame's header for as many of `length` bytes as fit (*count, at least 1) and
+  // returns where the caller must write exactly those bytes; nullptr (nothing written) if not
+  // even one fits. The sender reads its stream straight into the datagram, with no copy between.
   std::uint8_t* AppendStreamHeader(std::uint64_t offset, std::size_t length,
                                    std::size_t* count) noexcept;
   bool AppendMaxData(std::uint64_t maxData) noexcept;

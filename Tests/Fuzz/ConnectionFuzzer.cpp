@@ -47,6 +47,7 @@
 #include "FuzzInput.h"
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/FrameWriting.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 using timerwheel::fuzz::ConnectionOp;
@@ -579,8 +580,8 @@ class Harness {
           break;
         case FrameType::Stream: {
           std::size_t written = 0;
-          appended = writer.AppendStream(frame.stream.offset, frame.stream.data,
-                                         frame.stream.length, &written);
+          appended = timerwheel::test::AppendStreamFrame(
+              writer, frame.stream.offset, frame.stream.data, frame.stream.length, &written);
           break;
         }
         case FrameType::MaxData:
@@ -649,7 +650,8 @@ class Harness {
           const std::size_t count =
               static_cast<std::size_t>(std::min<std::uint64_t>(s.length, stream.size() - s.offset));
           std::size_t written = 0;
-          appended = writer.AppendStream(s.offset, stream.data() + s.offset, count, &written) &&
+          appended = timerwheel::test::AppendStreamFrame(writer, s.offset, stream.data() + s.offset,
+                                                         count, &written) &&
                      written == count;
           break;
         }

@@ -27,6 +27,7 @@
 #include "FuzzInput.h"
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/FrameWriting.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 #include "TimerQueueOps.h"
 
@@ -145,12 +146,14 @@ void PacketDecoderSeeds() {
   WriteDatagram("data-stream", Packet([](PacketWriter& w) {
                   w.BeginData(kDestination, 4);
                   std::size_t written = 0;
-                  w.AppendStream(0, kStreamData.data(), kStreamData.size(), &written);
+                  timerwheel::test::AppendStreamFrame(w, 0, kStreamData.data(), kStreamData.size(),
+                                                      &written);
                 }));
   WriteDatagram("data-stream-far", Packet([](PacketWriter& w) {
                   w.BeginData(kDestination, 0x3FFFFFFF);
                   std::size_t written = 0;
-                  w.AppendStream(kMaxVarInt - 5, kStreamData.data(), 5, &written);
+                  timerwheel::test::AppendStreamFrame(w, kMaxVarInt - 5, kStreamData.data(), 5,
+                                                      &written);
                 }));
   WriteDatagram("data-max-data", Packet([](PacketWriter& w) {
                   w.BeginData(kDestination, 5);
@@ -169,7 +172,8 @@ void PacketDecoderSeeds() {
                   const AckRange ranges[] = {{10, 12}, {3, 7}, {0, 0}};
                   w.AppendAck(ranges, 3, 99);
                   std::size_t written = 0;
-                  w.AppendStream(1000, kStreamData.data(), kStreamData.size(), &written);
+                  timerwheel::test::AppendStreamFrame(w, 1000, kStreamData.data(),
+                                                      kStreamData.size(), &written);
                   w.AppendMaxData(1 << 21);
                   w.AppendPing();
                   w.AppendClose(CloseCode::Graceful);

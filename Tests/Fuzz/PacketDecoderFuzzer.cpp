@@ -24,6 +24,7 @@
 #include "FuzzInput.h"
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/FrameWriting.h"
 
 using namespace timerwheel::rudp::detail;
 using timerwheel::fuzz::Check;
@@ -132,8 +133,8 @@ std::vector<std::uint8_t> Encode(const PacketHeader& header, const std::vector<F
             break;
           case FrameType::Stream: {
             std::size_t written = 0;
-            appended = writer.AppendStream(frame.stream.offset, frame.stream.data,
-                                           frame.stream.length, &written);
+            appended = timerwheel::test::AppendStreamFrame(
+                writer, frame.stream.offset, frame.stream.data, frame.stream.length, &written);
             Check(written == frame.stream.length, "AppendStream wrote only part of a frame");
             break;
           }
@@ -234,8 +235,8 @@ void EncodeWithLittleRoom(const PacketHeader& header, const std::vector<Frame>& 
         break;
       case FrameType::Stream: {
         std::size_t count = 0;
-        ok = writer.AppendStream(frame.stream.offset, frame.stream.data, frame.stream.length,
-                                 &count);
+        ok = timerwheel::test::AppendStreamFrame(writer, frame.stream.offset, frame.stream.data,
+                                                 frame.stream.length, &count);
         Check(ok == (count > 0) && count <= frame.stream.length,
               "AppendStream's result and its count disagree");
         written.stream.length = count;

@@ -297,7 +297,7 @@ TEST_CASE("overlapping oversized and never-completing fragments are bounded and 
     CHECK(w.server->Statistics().droppedProtocolViolation == before + 1);
   }
   SECTION("scattered fragments that never complete hold bounded memory") {
-    auto& pool = w.server->Core().ContextLocked().pool;
+    auto& pool = w.server->Core().Context().pool;
     const auto droppedBefore = w.server->Statistics().droppedTooFragmented;
     for (int i = 0; i < 2000; ++i) {  // 1-byte islands 1 KB apart, a message that never ends
       w.server->Deliver(
@@ -342,7 +342,7 @@ TEST_CASE("a spoofed handshake flood creates no state and a real client still co
   const auto stats = server.Statistics();
   CHECK(stats.cookiesSent >= 100'000);
   CHECK(stats.connectionsOpen == 1);
-  CHECK(server.Core().ContextLocked().pool.ChunksAllocated() <= 1);
+  CHECK(server.Core().Context().pool.ChunksAllocated() <= 1);
   // The flood cost replies, never state: tiny replies, nothing kept.
   CHECK(stats.bytesSent * 20 < stats.bytesReceived);
 }

@@ -30,7 +30,6 @@ SentPacket Packet(PacketNumber pn, Microseconds timeSent, bool ackEliciting = tr
   packet.timeSent = timeSent;
   packet.size = size;
   packet.ackEliciting = ackEliciting;
-  packet.inFlight = ackEliciting;
   return packet;
 }
 

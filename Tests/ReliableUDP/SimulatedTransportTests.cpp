@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/FrameWriting.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
@@ -212,7 +213,7 @@ TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie mak
     CHECK(stats.cookiesSent == 1000);
     CHECK(stats.connectionsOpen == 0);
     CHECK(stats.bytesSent * 20 < stats.bytesReceived);  // each reply is tiny next to its Hello
-    CHECK(server.Core().ContextLocked().pool.ChunksAllocated() == 0);
+    CHECK(server.Core().Context().pool.ChunksAllocated() == 0);
   }
   SECTION("a forged cookie makes no connection") {
     std::array<std::uint8_t, kCookieSize> forged{};
@@ -629,7 +630,8 @@ TEST_CASE("a packet that acknowledges, overflows the message size and closes is 
   REQUIRE(writer.AppendAck(&range, 1, 0));
   const std::uint8_t hugePrefix[] = {0xBF, 0xFF, 0xFF, 0xFF};  // a 4-byte varint near 2^30
   std::size_t written = 0;
-  REQUIRE(writer.AppendStream(2, hugePrefix, sizeof hugePrefix, &written));  // after "ping"
+  REQUIRE(timerwheel::test::AppendStreamFrame(writer, 2, hugePrefix, sizeof hugePrefix,
+                                              &written));  // after "ping"
   REQUIRE(writer.AppendClose(CloseCode::Graceful));
   datagram.resize(writer.Finish());
   REQUIRE_NOTHROW(pair.server.Deliver(pair.client.Address(), datagram));

@@ -12,6 +12,7 @@
 
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/FrameWriting.h"
 
 using namespace timerwheel::rudp::detail;
 
@@ -203,7 +204,7 @@ TEST_CASE("a Data packet round-trips every frame type in order", "[rudp][wire]")
   std::size_t written = 0;
   REQUIRE(w.writer.AppendPing());
   REQUIRE(w.writer.AppendAck(ranges, 2, 1234));
-  REQUIRE(w.writer.AppendStream(4096, payload, sizeof(payload), &written));
+  REQUIRE(timerwheel::test::AppendStreamFrame(w.writer, 4096, payload, sizeof(payload), &written));
   CHECK(written == sizeof(payload));
   REQUIRE(w.writer.AppendMaxData(1 << 24));
   REQUIRE(w.writer.AppendClose(CloseCode::Aborted));
@@ -344,7 +345,7 @@ TEST_CASE("every single-bit flip of a valid datagram is rejected", "[rudp][wire]
   const AckRange ranges[] = {{10, 20}, {1, 5}};
   std::size_t written = 0;
   REQUIRE(w.writer.AppendAck(ranges, 2, 100));
-  REQUIRE(w.writer.AppendStream(0, payload, sizeof(payload), &written));
+  REQUIRE(timerwheel::test::AppendStreamFrame(w.writer, 0, payload, sizeof(payload), &written));
   const Bytes original = w.Finish();
   DecodedPacket packet;
   REQUIRE(Decode(original, packet) == DecodeStatus::Ok);
@@ -592,7 +593,8 @@ TEST_CASE("every truncation of a Data packet decodes safely to an error or fewer
   const std::vector<AckRange> ranges = MakeRanges(5);
   std::size_t written = 0;
   REQUIRE(w.writer.AppendAck(ranges.data(), ranges.size(), 70000));
-  REQUIRE(w.writer.AppendStream(1 << 20, payload, sizeof(payload), &written));
+  REQUIRE(
+      timerwheel::test::AppendStreamFrame(w.writer, 1 << 20, payload, sizeof(payload), &written));
   REQUIRE(w.writer.AppendMaxData(1ull << 40));
   REQUIRE(w.writer.AppendClose(CloseCode::Graceful));
   REQUIRE(w.writer.AppendPing());
@@ -654,7 +656,7 @@ TEST_CASE("Remaining and FramesSize track every append", "[rudp][wire]") {
   std::size_t written = 99;
   CHECK_FALSE(full.writer.AppendPing());
   CHECK_FALSE(full.writer.AppendClose(CloseCode::Graceful));
-  CHECK_FALSE(full.writer.AppendStream(0, &byte, 1, &written));
+  CHECK_FALSE(timerwheel::test::AppendStreamFrame(full.writer, 0, &byte, 1, &written));
   CHECK(written == 0);
   CHECK(full.writer.FramesSize() == 2);
   CHECK(full.writer.Finish() == full.buffer.size());
@@ -674,7 +676,8 @@ TEST_CASE("AppendStream writes the longest prefix that fits", "[rudp][wire]") {
     w.writer.BeginData(1, 1);
     REQUIRE(w.writer.Remaining() == room);
     std::size_t written = 12345;
-    const bool ok = w.writer.AppendStream(0, data.data(), data.size(), &written);
+    const bool ok =
+        timerwheel::test::AppendStreamFrame(w.writer, 0, data.data(), data.size(), &written);
     CHECK(ok == (expected > 0));
     CHECK(written == expected);
     if (!ok) {
@@ -696,12 +699,13 @@ TEST_CASE("AppendStream writes the longest prefix that fits", "[rudp][wire]") {
   Writer w;
   w.writer.BeginData(1, 1);
   std::size_t written = 5;
-  CHECK_FALSE(w.writer.AppendStream(0, data.data(), 0, &written));  // nothing to send
+  CHECK_FALSE(timerwheel::test::AppendStreamFrame(w.writer, 0, data.data(), 0,
+                                                  &written));  // nothing to send
   CHECK(written == 0);
   // At the top of the offset space only kMaxVarInt - offset bytes may follow.
-  REQUIRE(w.writer.AppendStream(kMaxVarInt - 2, data.data(), 10, &written));
+  REQUIRE(timerwheel::test::AppendStreamFrame(w.writer, kMaxVarInt - 2, data.data(), 10, &written));
   CHECK(written == 2);
-  CHECK_FALSE(w.writer.AppendStream(kMaxVarInt, data.data(), 10, &written));
+  CHECK_FALSE(timerwheel::test::AppendStreamFrame(w.writer, kMaxVarInt, data.data(), 10, &written));
 }
 
 TEST_CASE("a writer whose capacity cannot hold the header produces nothing", "[rudp][wire]") {

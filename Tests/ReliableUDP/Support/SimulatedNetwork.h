@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <queue>
 #include <random>
 #include <stdexcept>
@@ -14,7 +13,8 @@
 #include <vector>
 
 #include "ReliableUDP/Connection.h"
-#include "ReliableUDP/Detail/EndpointCore.h"
+#include "ReliableUDP/EngineConversions.h"
+#include "ReliableUDP/LockedEngine.h"
 #include "TimerQueue/ITickProvider.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
@@ -39,7 +39,9 @@ struct LinkProfile {
 class SimulatedNetwork;
 
 // One endpoint on the simulated network: an EndpointCore with its own timer queue, whose clock
-// is the network's.
+// is the network's. The network runs on one thread and calls the engine directly, without its
+// lock; the lock exists (LockedEngine) only because the public Connection objects the tests use
+// take it, and timer expiries pass through it on their way to the engine (never contended).
 class SimulatedHost final : public rudp::detail::IEndpointIo {
  public:
   using ConnectHandler =
@@ -50,7 +52,7 @@ class SimulatedHost final : public rudp::detail::IEndpointIo {
   ~SimulatedHost();
 
   const Udp::endpoint& Address() const noexcept { return m_address; }
-  rudp::detail::EndpointCore& Core() { return *m_core; }
+  rudp::detail::EndpointCore& Core() { return m_engine->Core(); }
   IManageTimerQueue& Timers() { return *m_queue; }
 
   void Connect(const Udp::endpoint& remote, ConnectHandler handler);
@@ -61,10 +63,10 @@ class SimulatedHost final : public rudp::detail::IEndpointIo {
   void Shutdown();
 
   // IEndpointIo
-  void SendDatagram(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) override;
+  void SendDatagram(const rudp::detail::Address& to, const std::uint8_t* data,
+                    std::size_t size) override;
   Microseconds Now() const override;
-  void Post(rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
-            boost::system::error_code error) override;
+  void Post(rudp::detail::Completion handler, rudp::detail::EngineError error) override;
 
  private:
   class Ticks final : public ITickProvider {
@@ -80,7 +82,7 @@ class SimulatedHost final : public rudp::detail::IEndpointIo {
   Udp::endpoint m_address;
   Ticks m_ticks;
   std::unique_ptr<IManageTimerQueue> m_queue;
-  std::shared_ptr<rudp::detail::EndpointCore> m_core;
+  std::shared_ptr<rudp::detail::LockedEngine> m_engine;
 };
 
 class SimulatedNetwork {
@@ -175,8 +177,7 @@ class SimulatedNetwork {
       m_inFlight.push(std::move(datagram));
     }
   }
-  void Post(rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
-            boost::system::error_code error) {
+  void Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
     m_posted.emplace_back(std::move(handler), error);
   }
   void RunPosted() {
@@ -234,9 +235,7 @@ class SimulatedNetwork {
   std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkProfile> m_links;
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> m_inFlight;
   std::uint64_t m_sequence = 0;
-  std::vector<std::pair<rudp::detail::UniqueFunction<void(boost::system::error_code)>,
-                        boost::system::error_code>>
-      m_posted;
+  std::vector<std::pair<rudp::detail::Completion, rudp::detail::EngineError>> m_posted;
   std::vector<std::unique_ptr<SimulatedHost>> m_hosts;
   std::uint64_t m_sent = 0, m_dropped = 0, m_duplicated = 0, m_corrupted = 0, m_reordered = 0;
 };
@@ -263,55 +262,50 @@ inline SimulatedHost::SimulatedHost(SimulatedNetwork& network, Udp::endpoint add
     heap.monitor = options.timerMonitor;
     m_queue = std::make_unique<TimerQueue>(heap, m_ticks);
   }
-  m_core = std::make_shared<rudp::detail::EndpointCore>(*this, *m_queue, granularity, options);
+  m_engine = std::make_shared<rudp::detail::LockedEngine>(*this, *m_queue, granularity, options);
 }
 
 inline SimulatedHost::~SimulatedHost() { Shutdown(); }
 
-inline void SimulatedHost::Shutdown() {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_core->ShutdownLocked();
+inline void SimulatedHost::Shutdown() { Core().Shutdown(); }
+
+namespace simulated_detail {
+// What the engine's connect and accept completions become: public Connections, as Endpoint gives.
+inline rudp::detail::EndpointCore::ConnectCompletion ToConnection(
+    std::shared_ptr<rudp::detail::LockedEngine> engine, SimulatedHost::ConnectHandler handler) {
+  return
+      [engine = std::move(engine), handler = std::move(handler)](
+          rudp::detail::EngineError error, std::shared_ptr<rudp::detail::ConnectionState> state) {
+        handler(rudp::detail::ToErrorCode(error),
+                state ? std::make_shared<rudp::Connection>(engine, std::move(state)) : nullptr);
+      };
 }
+}  // namespace simulated_detail
 
 inline void SimulatedHost::Connect(const Udp::endpoint& remote, ConnectHandler handler) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_core->ConnectLocked(remote, [core = m_core, handler = std::move(handler)](
-                                    boost::system::error_code error,
-                                    std::shared_ptr<rudp::detail::ConnectionState> state) {
-    handler(error, state ? std::make_shared<rudp::Connection>(core, std::move(state)) : nullptr);
-  });
+  Core().Connect(rudp::detail::ToAddress(remote),
+                 simulated_detail::ToConnection(m_engine, std::move(handler)));
 }
 
 inline void SimulatedHost::Accept(ConnectHandler handler) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_core->AcceptLocked([core = m_core, handler = std::move(handler)](
-                           boost::system::error_code error,
-                           std::shared_ptr<rudp::detail::ConnectionState> state) {
-    handler(error, state ? std::make_shared<rudp::Connection>(core, std::move(state)) : nullptr);
-  });
+  Core().Accept(simulated_detail::ToConnection(m_engine, std::move(handler)));
 }
 
 inline void SimulatedHost::Deliver(const Udp::endpoint& from,
                                    const std::vector<std::uint8_t>& datagram) {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  m_core->OnDatagramLocked(from, datagram.data(), datagram.size());
+  Core().OnDatagram(rudp::detail::ToAddress(from), datagram.data(), datagram.size());
 }
 
-inline rudp::EndpointStatistics SimulatedHost::Statistics() {
-  std::lock_guard<std::mutex> lock(m_core->Mutex());
-  return m_core->StatisticsLocked();
-}
+inline rudp::EndpointStatistics SimulatedHost::Statistics() { return Core().Statistics(); }
 
-inline void SimulatedHost::SendDatagram(const Udp::endpoint& to, const std::uint8_t* data,
+inline void SimulatedHost::SendDatagram(const rudp::detail::Address& to, const std::uint8_t* data,
                                         std::size_t size) {
-  m_network.Send(m_address, to, data, size);
+  m_network.Send(m_address, rudp::detail::ToUdpEndpoint(to), data, size);
 }
 
 inline Microseconds SimulatedHost::Now() const { return m_network.Now(); }
 
-inline void SimulatedHost::Post(
-    rudp::detail::UniqueFunction<void(boost::system::error_code)> handler,
-    boost::system::error_code error) {
+inline void SimulatedHost::Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
   m_network.Post(std::move(handler), error);
 }
 

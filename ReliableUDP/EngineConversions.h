@@ -14,7 +14,8 @@
 
 namespace timerwheel::rudp::detail {
 
-static_assert(static_cast<int>(EngineError::ClosedByPeer) == static_cast<int>(Error::ClosedByPeer) &&
+static_assert(static_cast<int>(EngineError::ClosedByPeer) ==
+                      static_cast<int>(Error::ClosedByPeer) &&
                   static_cast<int>(EngineError::ConnectionLimit) ==
                       static_cast<int>(Error::ConnectionLimit) &&
                   static_cast<int>(EngineError::ConnectionLimit) -

@@ -26,8 +26,7 @@ struct Address {
   std::size_t ByteCount() const noexcept { return family == Family::V4 ? 4 : 16; }
 
   friend bool operator==(const Address& a, const Address& b) noexcept {
-    return a.family == b.family && a.port == b.port && a.scopeId == b.scopeId &&
-           a.bytes == b.bytes;
+    return a.family == b.family && a.port == b.port && a.scopeId == b.scopeId && a.bytes == b.bytes;
   }
   friend bool operator!=(const Address& a, const Address& b) noexcept { return !(a == b); }
   friend bool operator<(const Address& a, const Address& b) noexcept {

@@ -68,7 +68,7 @@ TEST_CASE("LossRecovery first RTT sample sets smoothed to the sample and variati
   CHECK(recovery.Statistics().smoothedRtt == 0);
   // The ack delay is not subtracted from the first sample (RFC 9002 5.3).
   Sample(recovery, fate, 0, 1000, 101000, 5000);
-  const LossRecoveryStatistics& s = recovery.Statistics();
+  const LossRecoveryStatistics s = recovery.Statistics();
   CHECK(s.latestRtt == 100000);
   CHECK(s.minRtt == 100000);
   CHECK(s.smoothedRtt == 100000);
@@ -82,30 +82,29 @@ TEST_CASE("LossRecovery later RTT samples use gains of 1/8 and 1/4 with a capped
   RecordingFate fate;
   recovery.SetPeerMaxAckDelay(25000);
   Sample(recovery, fate, 0, 0, 100000);
-  const LossRecoveryStatistics& s = recovery.Statistics();
 
   // latest 140000, delay 10000 subtracted: adjusted 130000.
   Sample(recovery, fate, 1, 200000, 340000, 10000);
-  CHECK(s.latestRtt == 140000);
-  CHECK(s.rttVariation == (3 * 50000 + 30000) / 4);   // 45000
-  CHECK(s.smoothedRtt == (7 * 100000 + 130000) / 8);  // 103750
+  CHECK(recovery.Statistics().latestRtt == 140000);
+  CHECK(recovery.Statistics().rttVariation == (3 * 50000 + 30000) / 4);   // 45000
+  CHECK(recovery.Statistics().smoothedRtt == (7 * 100000 + 130000) / 8);  // 103750
 
   // The reported delay of 100 ms is capped at the peer's 25 ms: adjusted 160000 - 25000.
   Sample(recovery, fate, 2, 400000, 560000, 100000);
-  CHECK(s.latestRtt == 160000);
-  CHECK(s.rttVariation == (3 * 45000 + 31250) / 4);   // 41562
-  CHECK(s.smoothedRtt == (7 * 103750 + 135000) / 8);  // 107656
+  CHECK(recovery.Statistics().latestRtt == 160000);
+  CHECK(recovery.Statistics().rttVariation == (3 * 45000 + 31250) / 4);   // 41562
+  CHECK(recovery.Statistics().smoothedRtt == (7 * 103750 + 135000) / 8);  // 107656
 
   // Subtracting 20 ms would take 110 ms below the 100 ms minimum: the delay is ignored.
   Sample(recovery, fate, 3, 600000, 710000, 20000);
-  CHECK(s.minRtt == 100000);
-  CHECK(s.rttVariation == (3 * 41562 + (110000 - 107656)) / 4);  // 31757
-  CHECK(s.smoothedRtt == (7 * 107656 + 110000) / 8);             // 107949
+  CHECK(recovery.Statistics().minRtt == 100000);
+  CHECK(recovery.Statistics().rttVariation == (3 * 41562 + (110000 - 107656)) / 4);  // 31757
+  CHECK(recovery.Statistics().smoothedRtt == (7 * 107656 + 110000) / 8);             // 107949
 
   // A smaller sample lowers the minimum.
   Sample(recovery, fate, 4, 800000, 880000);
-  CHECK(s.minRtt == 80000);
-  CHECK(s.latestRtt == 80000);
+  CHECK(recovery.Statistics().minRtt == 80000);
+  CHECK(recovery.Statistics().latestRtt == 80000);
 }
 
 TEST_CASE("LossRecovery takes no RTT sample from a non-ack-eliciting or already acked largest",
@@ -253,7 +252,7 @@ TEST_CASE("LossRecovery rejects an ACK of an unsent packet and changes nothing",
         LossRecovery::AckResult::AckedUnsentPacket);
   CHECK(fate.acked.empty());
   CHECK(fate.lost.empty());
-  const LossRecoveryStatistics& after = recovery.Statistics();
+  const LossRecoveryStatistics after = recovery.Statistics();
   CHECK(after.bytesInFlight == before.bytesInFlight);
   CHECK(after.congestionWindow == before.congestionWindow);
   CHECK(after.packetsAcked == 0);
@@ -275,7 +274,7 @@ TEST_CASE("LossRecovery duplicate and overlapping ACK frames are idempotent", "[
   REQUIRE(recovery.OnAckReceived(Ack({{0, 5}}), 20300, fate) == LossRecovery::AckResult::Ok);
   CHECK(fate.acked == std::vector<PacketNumber>{0, 1, 2, 3, 4, 5, 7});
   CHECK(fate.lost.empty());  // 6 is only 1 below the largest
-  const LossRecoveryStatistics& s = recovery.Statistics();
+  const LossRecoveryStatistics s = recovery.Statistics();
   CHECK(s.packetsAcked == 7);
   CHECK(s.bytesInFlight == 3 * kMds);
   CHECK(s.latestRtt == 20100 - 700);  // the second frame's sample only
@@ -495,7 +494,7 @@ class BulkSender {
   void DropNext() { m_inFlight.pop_front(); }
 
   std::uint64_t Window() const { return Stats().congestionWindow; }
-  const LossRecoveryStatistics& Stats() const { return m_recovery.Statistics(); }
+  LossRecoveryStatistics Stats() const { return m_recovery.Statistics(); }
   const RecordingFate& Fate() const { return m_fate; }
 
  private:

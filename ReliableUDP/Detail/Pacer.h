@@ -1,0 +1,39 @@
+// A token-bucket pacer that spreads a congestion window over the round trip (RFC 9002 7.7).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ReliableUDP/Detail/ProtocolTypes.h"
+
+namespace timerwheel::rudp::detail {
+
+// Rate = 1.25 * window / RTT, so that pacing does not itself limit throughput; the bucket holds
+// max(10 * mds, rate * 4 ms) bytes, so a 1 ms-granularity timer sustains the rate. It starts full:
+// the initial window may go out as one burst. The window and RTT are passed to every call (they
+// belong to the congestion controller and the RTT estimator); tokens earned so far accrue at the
+// rate given, so refill before either changes.
+// Not thread-safe; O(1), no allocation.
+class Pacer {
+ public:
+  Pacer(std::size_t maxDatagramSize, std::uint64_t window, Microseconds rtt) noexcept;
+
+  // Adds the tokens earned up to `now` (never moves back in time).
+  void Refill(Microseconds now, std::uint64_t window, Microseconds rtt) noexcept;
+  // A packet of `bytes` left, after a Refill at its send time (tokens may go negative: a probe
+  // or a full-size packet on an almost empty bucket borrows from the future).
+  void OnPacketSent(std::uint32_t bytes) noexcept;
+  // The earliest time a full-size packet may go (now if it may go now).
+  Microseconds NextSendTime(Microseconds now, std::uint64_t window,
+                            Microseconds rtt) const noexcept;
+
+ private:
+  double Capacity(std::uint64_t window, Microseconds rtt) const noexcept;
+  double TokensAt(Microseconds now, std::uint64_t window, Microseconds rtt) const noexcept;
+
+  std::size_t m_maxDatagramSize;
+  double m_tokens;  // bytes
+  Microseconds m_updated = 0;
+};
+
+}  // namespace timerwheel::rudp::detail

@@ -1,0 +1,76 @@
+// SentPacketLog: the ring of sent-packet records.
+#include "ReliableUDP/Detail/SentPacketLog.h"
+
+#include <algorithm>
+
+namespace timerwheel::rudp::detail {
+namespace {
+
+// Small: every connection, idle ones included, has a log (keepalive PINGs are recorded).
+constexpr std::size_t kInitialCapacity = 4;
+
+}  // namespace
+
+std::size_t SentPacketLog::LowerBound(PacketNumber pn) const noexcept {
+  std::size_t low = 0;
+  std::size_t high = m_count;
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    if (At(mid).packet.packetNumber < pn) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low;
+}
+
+void SentPacketLog::Push(const SentPacket& packet) {
+  // Bound the memory spent on remembering losses: forget the oldest settled records first.
+  while (m_count >= kMaxRecords && At(0).state != State::Outstanding) PopFront();
+  if (m_count == m_ring.size()) {
+    // Grow by doubling, unrolling the ring so that index 0 is the oldest record again.
+    std::vector<Record> grown(std::max(kInitialCapacity, m_ring.size() * 2));
+    for (std::size_t i = 0; i < m_count; ++i) grown[i] = At(i);
+    m_ring.swap(grown);
+    m_head = 0;
+  }
+  Record& record = m_ring[(m_head + m_count) & (m_ring.size() - 1)];
+  record.packet = packet;
+  record.lostTime = 0;
+  record.state = State::Outstanding;
+  ++m_count;
+}
+
+void SentPacketLog::PopFront() noexcept {
+  m_head = (m_head + 1) & (m_ring.size() - 1);
+  --m_count;
+}
+
+void SentPacketLog::TrimFront(Microseconds now, Microseconds keepLost) noexcept {
+  while (m_count > 0) {
+    const Record& front = At(0);
+    const bool forget = front.state == State::Acked ||
+                        (front.state == State::Lost && now >= front.lostTime + keepLost);
+    if (!forget) break;
+    PopFront();
+  }
+}
+
+void SentPacketLog::AdvanceHints(PacketNumber nextPacketNumber) noexcept {
+  std::size_t i = LowerBound(m_firstOutstanding);
+  while (i < m_count && At(i).state != State::Outstanding) ++i;
+  m_firstOutstanding = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
+  i = LowerBound(m_firstUnacked);
+  while (i < m_count && At(i).state == State::Acked) ++i;
+  m_firstUnacked = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
+}
+
+void SentPacketLog::Clear(PacketNumber nextPacketNumber) noexcept {
+  m_head = 0;
+  m_count = 0;
+  m_firstOutstanding = nextPacketNumber;
+  m_firstUnacked = nextPacketNumber;
+}
+
+}  // namespace timerwheel::rudp::detail

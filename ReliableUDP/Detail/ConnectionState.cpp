@@ -151,80 +151,86 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
     ++m_context.stats.droppedUnexpected;
     return;
   }
+  FrameSummary summary;
+  if (!CheckFrames(packet, summary)) return;
+  if (!StoreStreamData(packet)) return;
+  if (!RecordReceipt(packet, summary, datagramSize, now)) return;
+  if (!ApplyControlFrames(packet, now)) return;
+  AfterDataPacket(now);
+}
 
-  // Pass 1: validate every frame before anything changes, so a malformed or forged packet is
-  // dropped whole.
-  bool ackEliciting = false;
-  bool onlyPing = true;
-  {
-    FrameReader reader(packet.frames, packet.framesSize);
-    Frame frame;
-    while (!reader.AtEnd()) {
-      if (reader.Next(frame) != DecodeStatus::Ok) {
-        ++m_context.stats.droppedMalformed;
-        return;
-      }
-      switch (frame.type) {
-        case FrameType::Ack:
-          if (frame.ack.largest >= m_nextPacketNumber) {  // an ACK of a packet never sent
-            ProtocolViolation();
-            return;
-          }
-          break;
-        case FrameType::Stream:
-          if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
-            ProtocolViolation();  // beyond the window we advertised
-            return;
-          }
-          ackEliciting = true;
-          onlyPing = false;
-          break;
-        case FrameType::Ping:
-          ackEliciting = true;
-          break;
-        case FrameType::MaxData:
-        case FrameType::Close:
-          ackEliciting = true;
-          onlyPing = false;
-          break;
-        case FrameType::Padding:
-          break;
-      }
+bool ConnectionState::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
+  FrameReader reader(packet.frames, packet.framesSize);
+  Frame frame;
+  while (!reader.AtEnd()) {
+    if (reader.Next(frame) != DecodeStatus::Ok) {
+      ++m_context.stats.droppedMalformed;
+      return false;
+    }
+    switch (frame.type) {
+      case FrameType::Ack:
+        if (frame.ack.largest >= m_nextPacketNumber) {  // an ACK of a packet never sent
+          ProtocolViolation();
+          return false;
+        }
+        break;
+      case FrameType::Stream:
+        if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
+          ProtocolViolation();  // beyond the window we advertised
+          return false;
+        }
+        summary.ackEliciting = true;
+        summary.onlyPing = false;
+        break;
+      case FrameType::Ping:
+        summary.ackEliciting = true;
+        break;
+      case FrameType::MaxData:
+      case FrameType::Close:
+        summary.ackEliciting = true;
+        summary.onlyPing = false;
+        break;
+      case FrameType::Padding:
+        break;
     }
   }
+  return true;
+}
 
-  // Pass 2: stream data, before the packet is recorded as received: if it cannot be stored the
-  // packet must not be acknowledged, or the peer would never send it again.
-  {
-    FrameReader reader(packet.frames, packet.framesSize);
-    Frame frame;
-    while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
-      if (frame.type != FrameType::Stream || m_phase == Phase::Draining) continue;
-      const auto result =
-          m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
-      if (result == ReceiveBuffer::InsertResult::TooFragmented) {
-        ++m_context.stats.droppedTooFragmented;
-        return;
-      }
-      if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
-        ProtocolViolation();
-        return;
-      }
+bool ConnectionState::StoreStreamData(const DecodedPacket& packet) {
+  if (m_phase == Phase::Draining) return true;  // the application will read nothing more
+  FrameReader reader(packet.frames, packet.framesSize);
+  Frame frame;
+  while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
+    if (frame.type != FrameType::Stream) continue;
+    const auto result =
+        m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
+    if (result == ReceiveBuffer::InsertResult::TooFragmented) {
+      ++m_context.stats.droppedTooFragmented;
+      return false;
+    }
+    if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
+      ProtocolViolation();
+      return false;
     }
   }
+  return true;
+}
 
-  if (!m_acks.OnPacketReceived(packet.header.packetNumber, ackEliciting, now)) {
-    ++m_stats.duplicatePacketsReceived;      // a duplicate or a replay: its data, if any, is known
-    if (ackEliciting) m_acks.OnDuplicate();  // our ACK may have been lost: send another
+bool ConnectionState::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
+                                    std::size_t datagramSize, Microseconds now) {
+  if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
+    ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
+    if (summary.ackEliciting) m_acks.OnDuplicate();  // our ACK may have been lost: send another
     Flush(now);
-    return;
+    return false;
   }
   ++m_stats.packetsReceived;
   m_stats.bytesReceived += datagramSize;
   // A PING alone is a keepalive or a probe: acknowledge it at once, so the sender's PTO is
   // cancelled by the ACK instead of firing, and no delayed-ACK timer runs on a quiet connection.
-  if (ackEliciting && onlyPing) m_acks.RequestImmediateAck();
-  if (ackEliciting && (m_phase == Phase::Established || m_phase == Phase::Closing)) {
+  if (summary.ackEliciting && summary.onlyPing) m_acks.RequestImmediateAck();
+  if (summary.ackEliciting && (m_phase == Phase::Established || m_phase == Phase::Closing)) {
     // The peer is talking to us: no need for a keepalive of our own, so on a quiet connection
     // only one side's keepalive timer fires.
     RestartKeepaliveTimer(now);
@@ -233,10 +239,12 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
     // after a quiet spell is answered with ACK + PING, which the peer acknowledges at once. (A
     // side that has just sent a PING does not answer one: no ping-pong.)
     const Microseconds quiet = Microseconds{m_context.options.keepaliveInterval} * 1000 / 2;
-    if (onlyPing && now - m_lastAckElicitingSent > quiet) m_pingPending = true;
+    if (summary.onlyPing && now - m_lastAckElicitingSent > quiet) m_pingPending = true;
   }
+  return true;
+}
 
-  // Pass 3: everything else.
+bool ConnectionState::ApplyControlFrames(const DecodedPacket& packet, Microseconds now) {
   m_progress = false;
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
@@ -253,9 +261,9 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
         if (m_phase != Phase::Draining &&
             m_loss.OnAckReceived(frame.ack, now, *this) != LossRecovery::AckResult::Ok) {
           ProtocolViolation();
-          return;
+          return false;
         }
-        if (m_phase == Phase::Closed) return;
+        if (m_phase == Phase::Closed) return false;
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -271,26 +279,29 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
           m_acks.RequestImmediateAck();
           if (m_phase == Phase::Draining) break;
           m_peerClosed = true;
-          if (!m_closeRequested) {
-            m_closeRequested = true;
+          if (m_ourClose == OurClose::NotRequested) {
+            m_ourClose = OurClose::AwaitingAcks;
             m_closeReason = EngineError::ClosedByPeer;
             m_phase = Phase::Closing;
           }
         } else {
           Terminate(frame.closeCode == CloseCode::Aborted ? EngineError::AbortedByPeer
                                                           : EngineError::ProtocolError);
-          return;
+          return false;
         }
         break;
       default:
         break;
     }
   }
+  return true;
+}
 
+void ConnectionState::AfterDataPacket(Microseconds now) {
   if (m_progress && m_phase != Phase::Draining) RestartIdleTimer(now);
   PumpSends();
   MaybeQueueClose();
-  if (m_phase == Phase::Closing && m_closeAcked && m_peerClosed) {
+  if (m_phase == Phase::Closing && m_ourClose == OurClose::Acknowledged && m_peerClosed) {
     BeginDraining(m_closeReason, now);  // both CLOSEs are through
   } else {
     PumpReceives();
@@ -302,16 +313,13 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
 void ConnectionState::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
   if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
-  if (packet.hasClose) m_closeAcked = true;
+  if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
 
 void ConnectionState::OnPacketLost(const SentPacket& packet) {
   if (packet.streamSize > 0) m_sendBuffer.OnLost(packet.streamOffset, packet.streamSize);
   if (packet.hasMaxData) m_maxDataPending = true;  // sends the current limit, not the lost one
-  if (packet.hasClose && !m_closeAcked) {
-    m_closeInFlight = false;
-    m_closePending = true;
-  }
+  if (packet.hasClose && m_ourClose != OurClose::Acknowledged) m_ourClose = OurClose::ToSend;
 }
 
 void ConnectionState::ProtocolViolation() {
@@ -370,7 +378,7 @@ void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
 void ConnectionState::PrepareProbe() {
   // RFC 9002 6.2.4: a probe carries new data if there is some, else the oldest unacknowledged
   // data, else a PING. A CLOSE still unacknowledged goes along.
-  if (m_closeInFlight && !m_closeAcked) m_closePending = true;
+  if (m_ourClose == OurClose::InFlight) m_ourClose = OurClose::ToSend;
   SendBuffer::Range range;
   if (!m_sendBuffer.NextToSend(1, m_peerMaxData, range)) {
     m_sendBuffer.QueueOldestForProbe(m_sendDatagramSize);
@@ -445,7 +453,7 @@ void ConnectionState::UpdateAckTimer(Microseconds now) {
 // --- Sending -----------------------------------------------------------------------------------
 
 bool ConnectionState::HasAckElicitingToSend() const {
-  if (m_pingPending || m_maxDataPending || m_closePending) return true;
+  if (m_pingPending || m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
   SendBuffer::Range range;
   return m_sendBuffer.NextToSend(1, m_peerMaxData, range);
 }
@@ -508,9 +516,8 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
   }
   bool ackEliciting = false;
   if (mode != PacketMode::AckOnly) {
-    if (m_closePending && writer.AppendClose(CloseCode::Graceful)) {
-      m_closePending = false;
-      m_closeInFlight = true;
+    if (m_ourClose == OurClose::ToSend && writer.AppendClose(CloseCode::Graceful)) {
+      m_ourClose = OurClose::InFlight;
       sent.hasClose = true;
       ackEliciting = true;
     }
@@ -580,7 +587,7 @@ void ConnectionState::Complete(Completion& handler, EngineError error) {
 
 void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
                            Microseconds now) {
-  if (m_endReason != EngineError::None || m_closeRequested) {
+  if (!IsOpen()) {
     Complete(handler, m_endReason != EngineError::None ? m_endReason : m_closeReason);
     return;
   }
@@ -713,8 +720,8 @@ void ConnectionState::WaitClosed(CloseHandler handler) {
 }
 
 void ConnectionState::Close(Microseconds now) {
-  if (m_closeRequested || m_endReason != EngineError::None || m_phase == Phase::Closed) return;
-  m_closeRequested = true;
+  if (!IsOpen()) return;
+  m_ourClose = OurClose::AwaitingAcks;
   m_closeReason = EngineError::ClosedLocally;
   if (m_phase == Phase::Connecting) {
     Terminate(m_closeReason);
@@ -728,9 +735,9 @@ void ConnectionState::Close(Microseconds now) {
 void ConnectionState::MaybeQueueClose() {
   // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
   // the close graceful, and why the peer may treat the CLOSE as "you have everything".
-  if (m_phase == Phase::Closing && m_closeRequested && !m_closeInFlight && !m_closePending &&
-      !m_closeAcked && m_sendsHead == m_pendingSends.size() && m_sendBuffer.AllAcked()) {
-    m_closePending = true;
+  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks &&
+      m_sendsHead == m_pendingSends.size() && m_sendBuffer.AllAcked()) {
+    m_ourClose = OurClose::ToSend;
   }
 }
 
@@ -763,7 +770,7 @@ void ConnectionState::BeginDraining(EngineError reason, Microseconds now) {
   CompletePendingOperations();
   m_loss.DiscardAll();
   m_probesToSend = 0;
-  m_pingPending = m_maxDataPending = m_closePending = false;
+  m_pingPending = m_maxDataPending = false;  // draining sends ACKs only (our CLOSE included)
   CancelTimer(TimerKind::LossDetection);
   CancelTimer(TimerKind::Pacing);
   CancelTimer(TimerKind::Keepalive);

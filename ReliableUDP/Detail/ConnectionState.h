@@ -52,6 +52,16 @@ class ConnectionState final : private IPacketFate {
  public:
   enum class Role { Client, Server };
   enum class Phase { Connecting, Established, Closing, Draining, Closed };
+  // Where our half of a graceful close is (Phase::Closing; NotRequested before it). Each side
+  // sends CLOSE once every byte it was asked to send is acknowledged; the connection drains once
+  // ours is acknowledged and the peer's has arrived.
+  enum class OurClose : std::uint8_t {
+    NotRequested,  // Close() not called and no CLOSE from the peer
+    AwaitingAcks,  // requested: waits until everything sent before it is acknowledged
+    ToSend,        // our CLOSE must be sent (again, if it was lost or a probe is due)
+    InFlight,      // sent, not yet acknowledged
+    Acknowledged,  // the peer has it
+  };
 
   // userDataBase: identifies this connection to the endpoint in timer user data; the timer kind
   // is added to it (the low 3 bits are zero).
@@ -91,6 +101,10 @@ class ConnectionState final : private IPacketFate {
   const Address& Remote() const noexcept { return m_remote; }
   Role GetRole() const noexcept { return m_role; }
   Phase GetPhase() const noexcept { return m_phase; }
+  // Sends are accepted: neither side has begun to close, and the connection has not ended.
+  bool IsOpen() const noexcept {
+    return m_phase == Phase::Connecting || m_phase == Phase::Established;
+  }
   EngineError EndReason() const noexcept { return m_endReason; }
   UserData UserDataBase() const noexcept { return m_userDataBase; }
 
@@ -115,6 +129,27 @@ class ConnectionState final : private IPacketFate {
   };
 
   enum class PacketMode { AckOnly, Normal, Probe };
+
+  // What the first pass over a Data packet's frames found.
+  struct FrameSummary {
+    bool ackEliciting = false;
+    bool onlyPing = true;  // nothing ack-eliciting but PING (keepalives and probes)
+  };
+
+  // OnDataPacket's steps, in order. Each returns false when the packet goes no further.
+  // Validates every frame before anything changes, so a malformed or forged packet is dropped
+  // whole.
+  bool CheckFrames(const DecodedPacket& packet, FrameSummary& summary);
+  // Stream data, before the packet is recorded as received: if it cannot be stored, the packet
+  // must not be acknowledged, or the peer would never send it again.
+  bool StoreStreamData(const DecodedPacket& packet);
+  // Records the packet for our ACKs; false for a duplicate (answered by an ACK).
+  bool RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
+                     std::size_t datagramSize, Microseconds now);
+  // ACK, MAX_DATA and CLOSE frames; false if the connection ended.
+  bool ApplyControlFrames(const DecodedPacket& packet, Microseconds now);
+  // What the packet made possible: sends, our CLOSE, draining, deliveries, then Flush.
+  void AfterDataPacket(Microseconds now);
 
   // IPacketFate
   void OnPacketAcked(const SentPacket& packet) override;
@@ -184,11 +219,8 @@ class ConnectionState final : private IPacketFate {
   bool m_maxDataPending = false;
   // Graceful close is two-way, like TCP's FIN: each side sends CLOSE once every byte it was
   // asked to send is acknowledged, and the connection ends when both CLOSEs are through.
-  bool m_closeRequested = false;  // Close() was called, or the peer's CLOSE arrived
-  bool m_peerClosed = false;      // the peer's CLOSE arrived: it will send nothing more
-  bool m_closePending = false;    // our CLOSE must be (re)sent
-  bool m_closeInFlight = false;
-  bool m_closeAcked = false;
+  OurClose m_ourClose = OurClose::NotRequested;
+  bool m_peerClosed = false;  // the peer's CLOSE arrived: it will send nothing more
   EngineError m_closeReason = EngineError::None;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
   std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)

@@ -20,13 +20,13 @@ constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
 }  // namespace
 
 ConnectionState::ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
-                                 const Address& remote, UserData userDataBase)
+                                 const Address& remote, ConnectionSlot slot)
     : m_context(context),
       m_role(role),
       m_phase(Phase::Connecting),
       m_localId(localId),
       m_remote(remote),
-      m_userDataBase(userDataBase),
+      m_slot(slot),
       m_sendBuffer(context.pool, context.options.sendBufferSize),
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
                                  context.options.congestionControl == CongestionControl::NewReno,
@@ -75,10 +75,7 @@ void ConnectionState::SendHandshakePacket(Microseconds now) {
   } else {
     writer.BeginHello(m_localId);
   }
-  const std::size_t size = writer.Finish();
-  m_context.Send(m_remote, buffer.data(), size);
-  ++m_stats.packetsSent;
-  m_stats.bytesSent += size;
+  Transmit(writer);
   // RFC 6298: 1 s before any RTT sample, doubling on each retransmission.
   const unsigned backoff = std::min(m_handshakeAttempts, kMaxPtoBackoff);
   ++m_handshakeAttempts;
@@ -122,10 +119,7 @@ void ConnectionState::SendWelcome() {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginWelcome(m_peerId, m_localId, OwnParameters());
-  const std::size_t size = writer.Finish();
-  m_context.Send(m_remote, buffer.data(), size);
-  ++m_stats.packetsSent;
-  m_stats.bytesSent += size;
+  Transmit(writer);
 }
 
 void ConnectionState::EnterEstablished(const TransportParameters& peer, Microseconds now) {
@@ -397,7 +391,8 @@ void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microsecon
   if (armed == key || m_phase == Phase::Closed) return;  // same millisecond, or timers gone
   TimerHandle& timer = m_timers[Index(kind)];
   if (timer.IsNull()) timer = m_context.timers.CreateTimer();
-  m_context.timers.SetTimer(timer, m_context.timerSink, timeout, m_userDataBase | Index(kind));
+  m_context.timers.SetTimer(timer, m_context.timerSink, timeout,
+                            PackTimerTarget(TimerTarget{m_slot, kind}));
   armed = key;
   ++m_stats.timerArmed[Index(kind)];
 }
@@ -553,13 +548,9 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
   if (writer.FramesSize() == 0) return;  // nothing to say after all
 
   ++m_nextPacketNumber;
-  const std::size_t size = writer.Finish();
-  sent.size = static_cast<std::uint32_t>(size);
+  sent.size = static_cast<std::uint32_t>(Transmit(writer));
   sent.ackEliciting = ackEliciting;
-  m_context.Send(m_remote, buffer.data(), size);
   m_loss.OnPacketSent(sent);
-  ++m_stats.packetsSent;
-  m_stats.bytesSent += size;
   if (ackEliciting) {
     m_lastAckElicitingSent = now;
     RestartKeepaliveTimer(now);
@@ -573,10 +564,14 @@ void ConnectionState::SendAbortPacket(CloseCode code) {
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
   writer.BeginData(m_peerId, m_nextPacketNumber++);
   writer.AppendClose(code);
-  const std::size_t size = writer.Finish();
-  m_context.Send(m_remote, buffer.data(), size);
+  Transmit(writer);
+}
+
+std::size_t ConnectionState::Transmit(PacketWriter& writer) {
+  const std::size_t size = m_context.Send(m_remote, writer);
   ++m_stats.packetsSent;
   m_stats.bytesSent += size;
+  return size;
 }
 
 // --- Application -------------------------------------------------------------------------------
@@ -595,14 +590,14 @@ void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandl
     Complete(handler, EngineError::MessageTooLarge);
     return;
   }
-  m_pendingSends.push_back(PendingSend{data, size, 0, false, std::move(handler)});
+  m_pendingSends.Push(PendingSend{data, size, 0, false, std::move(handler)});
   PumpSends();
   Flush(now);
 }
 
 void ConnectionState::PumpSends() {
-  while (m_sendsHead < m_pendingSends.size()) {
-    PendingSend& send = m_pendingSends[m_sendsHead];
+  while (!m_pendingSends.Empty()) {
+    PendingSend& send = m_pendingSends.Front();
     if (!send.prefixWritten) {
       std::uint8_t prefix[8];
       const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
@@ -614,18 +609,14 @@ void ConnectionState::PumpSends() {
     if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
     ++m_stats.messagesSent;
     Complete(send.handler, EngineError::None);
-    ++m_sendsHead;
-  }
-  if (m_sendsHead == m_pendingSends.size()) {
-    m_pendingSends.clear();  // keeps its capacity
-    m_sendsHead = 0;
+    m_pendingSends.Pop();
   }
 }
 
 void ConnectionState::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
                               Microseconds now) {
   m_receivesAbandoned = false;
-  m_pendingReceives.push_back(PendingReceive{&message, std::move(handler)});
+  m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
   PumpReceives();
   if (m_maxDataPending) Flush(now);
 }
@@ -639,8 +630,8 @@ void ConnectionState::PumpReceives() {
   const bool deliverBuffered = m_endReason == EngineError::None ||
                                m_endReason == EngineError::ClosedByPeer ||
                                m_endReason == EngineError::ClosedLocally;
-  while (m_receivesHead < m_pendingReceives.size()) {
-    PendingReceive& receive = m_pendingReceives[m_receivesHead];
+  while (!m_pendingReceives.Empty()) {
+    PendingReceive& receive = m_pendingReceives.Front();
     auto result = ReceiveBuffer::ReadResult::NeedMore;
     if (deliverBuffered) result = m_receiveBuffer.ReadMessage(*receive.message);
     if (result == ReceiveBuffer::ReadResult::MessageTooLarge) {
@@ -661,11 +652,7 @@ void ConnectionState::PumpReceives() {
     Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message ? EngineError::None
                               : m_endReason != EngineError::None           ? m_endReason
                                                                            : m_closeReason);
-    ++m_receivesHead;
-  }
-  if (m_receivesHead == m_pendingReceives.size()) {
-    m_pendingReceives.clear();
-    m_receivesHead = 0;
+    m_pendingReceives.Pop();
   }
   MaybeUpdateMaxData();
 }
@@ -686,27 +673,18 @@ void ConnectionState::MaybeUpdateMaxData() {
 }
 
 void ConnectionState::AbandonReceives() {
-  for (std::size_t i = m_receivesHead; i < m_pendingReceives.size(); ++i) {
-    Complete(m_pendingReceives[i].handler, EngineError::OperationAborted);
+  for (PendingReceive& receive : m_pendingReceives) {
+    Complete(receive.handler, EngineError::OperationAborted);
   }
-  m_pendingReceives.clear();
-  m_receivesHead = 0;
+  m_pendingReceives.Clear();
   m_receivesAbandoned = true;
 }
 
 void ConnectionState::ReleaseIdleMemory() {
   // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
   // connection quiet for a keepalive interval gives back what it no longer uses.
-  if (m_sendsHead == m_pendingSends.size()) {
-    m_pendingSends.clear();
-    m_pendingSends.shrink_to_fit();
-    m_sendsHead = 0;
-  }
-  if (m_receivesHead == m_pendingReceives.size()) {
-    m_pendingReceives.clear();
-    m_pendingReceives.shrink_to_fit();
-    m_receivesHead = 0;
-  }
+  m_pendingSends.ReleaseMemoryIfEmpty();
+  m_pendingReceives.ReleaseMemoryIfEmpty();
   m_sendBuffer.ReleaseIdleMemory();
   m_receiveBuffer.ReleaseIdleMemory();
 }
@@ -735,8 +713,8 @@ void ConnectionState::Close(Microseconds now) {
 void ConnectionState::MaybeQueueClose() {
   // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
   // the close graceful, and why the peer may treat the CLOSE as "you have everything".
-  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks &&
-      m_sendsHead == m_pendingSends.size() && m_sendBuffer.AllAcked()) {
+  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks && m_pendingSends.Empty() &&
+      m_sendBuffer.AllAcked()) {
     m_ourClose = OurClose::ToSend;
   }
 }
@@ -754,11 +732,8 @@ void ConnectionState::Shutdown(EngineError reason) {
 // --- Ending ------------------------------------------------------------------------------------
 
 void ConnectionState::CompletePendingOperations() {
-  for (std::size_t i = m_sendsHead; i < m_pendingSends.size(); ++i) {
-    Complete(m_pendingSends[i].handler, m_endReason);
-  }
-  m_pendingSends.clear();
-  m_sendsHead = 0;
+  for (PendingSend& send : m_pendingSends) Complete(send.handler, m_endReason);
+  m_pendingSends.Clear();
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
   for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
   m_closeWaiters.clear();

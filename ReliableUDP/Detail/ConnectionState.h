@@ -12,6 +12,8 @@
 #include "ReliableUDP/Detail/LossRecovery.h"
 #include "ReliableUDP/Detail/ReceiveBuffer.h"
 #include "ReliableUDP/Detail/SendBuffer.h"
+#include "ReliableUDP/Detail/TimerTarget.h"
+#include "ReliableUDP/Detail/VectorQueue.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Statistics.h"
 #include "TimerQueue/TimerHandle.h"
@@ -63,10 +65,10 @@ class ConnectionState final : private IPacketFate {
     Acknowledged,  // the peer has it
   };
 
-  // userDataBase: identifies this connection to the endpoint in timer user data; the timer kind
-  // is added to it (the low 3 bits are zero).
+  // slot: where the endpoint keeps this connection; every timer of it carries the slot (with its
+  // kind) in its user data.
   ConnectionState(EndpointContext& context, Role role, ConnectionId localId, const Address& remote,
-                  UserData userDataBase);
+                  ConnectionSlot slot);
   ~ConnectionState();
   ConnectionState(const ConnectionState&) = delete;
   ConnectionState& operator=(const ConnectionState&) = delete;
@@ -106,7 +108,7 @@ class ConnectionState final : private IPacketFate {
     return m_phase == Phase::Connecting || m_phase == Phase::Established;
   }
   EngineError EndReason() const noexcept { return m_endReason; }
-  UserData UserDataBase() const noexcept { return m_userDataBase; }
+  ConnectionSlot Slot() const noexcept { return m_slot; }
 
   // What happened since the last call (for the endpoint: connect completions, retirement).
   struct Events {
@@ -166,6 +168,8 @@ class ConnectionState final : private IPacketFate {
   bool HasAckElicitingToSend() const;
   void SendDataPacket(Microseconds now, PacketMode mode);
   void SendAbortPacket(CloseCode code);
+  // Sends the datagram `writer` built to the peer and counts it; returns its size.
+  std::size_t Transmit(PacketWriter& writer);
 
   void PumpSends();
   void PumpReceives();
@@ -196,7 +200,7 @@ class ConnectionState final : private IPacketFate {
   const ConnectionId m_localId;
   ConnectionId m_peerId = 0;
   Address m_remote;
-  const UserData m_userDataBase;
+  const ConnectionSlot m_slot;
   EngineError m_endReason = EngineError::None;
   Events m_events;
 
@@ -210,9 +214,8 @@ class ConnectionState final : private IPacketFate {
   SendBuffer m_sendBuffer;
   LossRecovery m_loss;
   PacketNumber m_nextPacketNumber = 0;
-  std::uint64_t m_peerMaxData = 0;          // flow-control limit on our stream offsets
-  std::vector<PendingSend> m_pendingSends;  // FIFO from m_sendsHead
-  std::size_t m_sendsHead = 0;
+  std::uint64_t m_peerMaxData = 0;  // flow-control limit on our stream offsets
+  VectorQueue<PendingSend> m_pendingSends;
   unsigned m_probesToSend = 0;
   Microseconds m_lastAckElicitingSent = 0;
   bool m_pingPending = false;
@@ -230,8 +233,7 @@ class ConnectionState final : private IPacketFate {
   ReceiveBuffer m_receiveBuffer;
   AckTracker m_acks;
   std::uint64_t m_advertisedMaxData = 0;
-  std::vector<PendingReceive> m_pendingReceives;  // FIFO from m_receivesHead
-  std::size_t m_receivesHead = 0;
+  VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;
   std::vector<CloseHandler> m_closeWaiters;
   unsigned m_violations = 0;

@@ -11,6 +11,7 @@
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/SipHash.h"
 #include "ReliableUDP/Detail/UniqueFunction.h"
+#include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/EndpointOptions.h"
 #include "ReliableUDP/Statistics.h"
 #include "TimerQueue/ITimer.h"
@@ -54,11 +55,14 @@ struct EndpointContext {
         connectionIds(RandomSipHashKey()),
         datagram(options_.maxDatagramSize) {}
 
-  // Every datagram goes out through here, so the endpoint's counters see all of them.
-  void Send(const Address& to, const std::uint8_t* data, std::size_t size) {
+  // Finishes the datagram `writer` built and sends it. Every datagram goes out through here, so
+  // the endpoint's counters see all of them. Returns its size.
+  std::size_t Send(const Address& to, PacketWriter& writer) {
+    const std::size_t size = writer.Finish();
     ++stats.datagramsSent;
     stats.bytesSent += size;
-    io.SendDatagram(to, data, size);
+    io.SendDatagram(to, writer.Data(), size);
+    return size;
   }
 
   IEndpointIo& io;

@@ -9,13 +9,6 @@
 namespace timerwheel::rudp::detail {
 namespace {
 
-static_assert(sizeof(UserData) >= 8, "timer user data carries slot, generation and kind");
-
-// Timer user data: generation (32 bits) | slot (29 bits) | timer kind (3 bits).
-constexpr unsigned kKindBits = 3;
-constexpr std::uint64_t kKindMask = (1u << kKindBits) - 1;
-constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << (32 - kKindBits);
-
 bool ParametersAreValid(const TransportParameters& parameters) {
   return parameters.maxDatagramSize >= kHelloSize &&
          parameters.maxDatagramSize <= kMaxDatagramSize && parameters.initialMaxData > 0 &&
@@ -107,8 +100,7 @@ void EndpointCore::OnHello(const Address& from, const PacketHeader& header) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginCookie(header.source, cookie);
-  const std::size_t size = writer.Finish();
-  m_context.Send(from, buffer.data(), size);
+  m_context.Send(from, writer);
   ++stats.cookiesSent;
 }
 
@@ -142,14 +134,15 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
   }
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
-  auto connection = std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Server, id,
-                                                      from, UserDataBase(slot));
+  auto connection =
+      std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Server, id, from,
+                                        ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_byId.emplace(id, slot);
   m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
-  m_handshakeExpiries.push_back(
+  m_handshakeExpiries.Push(
       HandshakeExpiry{now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000,
                       slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
@@ -174,8 +167,9 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   }
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
-  auto connection = std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Client, id,
-                                                      remote, UserDataBase(slot));
+  auto connection =
+      std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Client, id, remote,
+                                        ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_connects.emplace(slot, std::move(completion));
   m_byId.emplace(id, slot);
@@ -195,8 +189,7 @@ void EndpointCore::Accept(ConnectCompletion completion) {
 }
 
 void EndpointCore::AfterCall(ConnectionState& connection) {
-  const auto slot =
-      static_cast<std::uint32_t>((connection.UserDataBase() >> kKindBits) & (kMaxSlots - 1));
+  const std::uint32_t slot = connection.Slot().index;
   if (slot < m_slots.size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
 }
 
@@ -255,17 +248,14 @@ void EndpointCore::Shutdown() {
 }
 
 void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
-  while (m_expiryHead < m_handshakeExpiries.size() && m_handshakeExpiries[m_expiryHead].at <= now) {
-    const HandshakeExpiry& expiry = m_handshakeExpiries[m_expiryHead++];
+  while (!m_handshakeExpiries.Empty() && m_handshakeExpiries.Front().at <= now) {
+    const HandshakeExpiry expiry = m_handshakeExpiries.Front();
+    m_handshakeExpiries.Pop();
     Slot& entry = m_slots[expiry.slot];
     if (entry.generation == expiry.generation && entry.inHandshakeMap) {
       m_byHandshake.erase(HandshakeKey{entry.connection->Remote(), entry.connection->PeerId()});
       entry.inHandshakeMap = false;
     }
-  }
-  if (m_expiryHead == m_handshakeExpiries.size()) {
-    m_handshakeExpiries.clear();
-    m_expiryHead = 0;
   }
 }
 
@@ -275,7 +265,8 @@ std::uint32_t EndpointCore::AllocateSlot() {
     m_freeSlots.pop_back();
     return slot;
   }
-  if (m_slots.size() >= kMaxSlots) throw std::length_error("ReliableUDP: too many connections");
+  if (m_slots.size() >= kMaxConnectionSlots)
+    throw std::length_error("ReliableUDP: too many connections");
   m_slots.emplace_back();
   return static_cast<std::uint32_t>(m_slots.size() - 1);
 }
@@ -285,11 +276,6 @@ ConnectionId EndpointCore::NewConnectionId() {
     const ConnectionId id = m_context.connectionIds.Next();
     if (m_byId.find(id) == m_byId.end()) return id;
   }
-}
-
-UserData EndpointCore::UserDataBase(std::uint32_t slot) const noexcept {
-  return static_cast<UserData>((std::uint64_t{m_slots[slot].generation} << 32) |
-                               (std::uint64_t{slot} << kKindBits));
 }
 
 void EndpointCore::Post(ConnectCompletion& completion, EngineError error,
@@ -303,17 +289,15 @@ void EndpointCore::Post(ConnectCompletion& completion, EngineError error,
 
 void EndpointCore::OnTimer(UserData userData) {
   if (m_shutDown) return;
-  const auto value = static_cast<std::uint64_t>(userData);
-  const auto kind = static_cast<TimerKind>(value & kKindMask);
-  const auto slot = static_cast<std::uint32_t>((value >> kKindBits) & (kMaxSlots - 1));
-  const auto generation = static_cast<std::uint32_t>(value >> 32);
-  if (slot >= m_slots.size() || m_slots[slot].generation != generation ||
+  const TimerTarget target = UnpackTimerTarget(userData);
+  const std::uint32_t slot = target.connection.index;
+  if (slot >= m_slots.size() || m_slots[slot].generation != target.connection.generation ||
       !m_slots[slot].connection) {
     return;  // the connection this expiry was for is gone
   }
   const Microseconds now = m_io.Now();
-  if (m_expiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
-  m_slots[slot].connection->OnTimer(kind, now);
+  if (!m_handshakeExpiries.Empty()) ExpireHandshakeEntries(now);
+  m_slots[slot].connection->OnTimer(target.kind, now);
   HandleEvents(slot);
 }
 

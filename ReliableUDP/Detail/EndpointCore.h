@@ -10,6 +10,8 @@
 #include "ReliableUDP/Detail/ConnectionState.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "ReliableUDP/Detail/TimerTarget.h"
+#include "ReliableUDP/Detail/VectorQueue.h"
 #include "TimerQueue/ITimer.h"
 
 namespace timerwheel::rudp::detail {
@@ -79,7 +81,6 @@ class EndpointCore final : public ITimer {
   void OnHelloWithCookie(const Address& from, const PacketHeader& header);
   std::uint32_t AllocateSlot();
   ConnectionId NewConnectionId();
-  UserData UserDataBase(std::uint32_t slot) const noexcept;
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);
   void Post(ConnectCompletion& completion, EngineError error,
@@ -94,15 +95,14 @@ class EndpointCore final : public ITimer {
   std::unordered_map<ConnectionId, std::uint32_t> m_byId;
   std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
   // When each handshake entry may go: once its cookie is stale, a repeated HelloWithCookie is
-  // refused anyway, so idle connections stop paying for the entry. FIFO from m_expiryHead.
+  // refused anyway, so idle connections stop paying for the entry. In expiry order.
   struct HandshakeExpiry {
     Microseconds at = 0;
     std::uint32_t slot = 0;
     std::uint32_t generation = 0;
   };
   void ExpireHandshakeEntries(Microseconds now);
-  std::vector<HandshakeExpiry> m_handshakeExpiries;
-  std::size_t m_expiryHead = 0;
+  VectorQueue<HandshakeExpiry> m_handshakeExpiries;
   std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
   std::vector<std::shared_ptr<ConnectionState>> m_acceptQueue;      // established, not yet accepted
   std::vector<ConnectCompletion> m_acceptWaiters;

@@ -26,8 +26,9 @@ constexpr Microseconds kNoRtt = std::numeric_limits<Microseconds>::max();
 
 std::uint64_t NewReno::InitialWindow(std::size_t maxDatagramSize) noexcept {
   // RFC 9002 7.2.
-  return std::min<std::uint64_t>(10 * std::uint64_t{maxDatagramSize},
-                                 std::max<std::uint64_t>(14720, 2 * std::uint64_t{maxDatagramSize}));
+  return std::min<std::uint64_t>(
+      10 * std::uint64_t{maxDatagramSize},
+      std::max<std::uint64_t>(14720, 2 * std::uint64_t{maxDatagramSize}));
 }
 
 NewReno::NewReno(const NewRenoOptions& options)

@@ -20,7 +20,8 @@ void RttEstimator::OnSample(Microseconds latest, Microseconds ackDelay, Microsec
   // sample would fall below the minimum RTT.
   const Microseconds delay = std::min(ackDelay, m_peerMaxAckDelay);
   const Microseconds adjusted = latest >= m_min + delay ? latest - delay : latest;
-  const Microseconds deviation = m_smoothed > adjusted ? m_smoothed - adjusted : adjusted - m_smoothed;
+  const Microseconds deviation =
+      m_smoothed > adjusted ? m_smoothed - adjusted : adjusted - m_smoothed;
   m_variation = (3 * m_variation + deviation) / 4;
   m_smoothed = (7 * m_smoothed + adjusted) / 8;
 }

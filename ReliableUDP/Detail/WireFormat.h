@@ -166,6 +166,9 @@ class PacketWriter {
   bool AppendMaxData(std::uint64_t maxData) noexcept;
   bool AppendClose(CloseCode code) noexcept;
 
+  // The datagram being built (Finish() says how many bytes of it to send).
+  const std::uint8_t* Data() const noexcept { return m_begin; }
+
   // Space left for frames, after reserving the checksum.
   std::size_t Remaining() const noexcept;
   // Bytes of frames appended so far (0: nothing but the header).

@@ -555,44 +555,23 @@ class Harness {
     while (!reader.AtEnd()) {
       Frame frame;
       if (reader.Next(frame) != DecodeStatus::Ok) return frames;  // malformed: leave as it is
-      bool appended = true;
-      switch (frame.type) {
-        case FrameType::Ack: {
-          const auto& ack = frame.ack;
-          const PacketNumber largest = top - std::min(ack.largest, top);
-          std::array<timerwheel::rudp::detail::AckRange, timerwheel::rudp::detail::kMaxAckRanges>
-              ranges{};
-          std::size_t count = 0;
-          for (std::size_t i = 0; i < ack.rangeCount; ++i) {
-            const std::uint64_t high = ack.largest - ack.ranges[i].largest;  // distance below
-            const std::uint64_t low = ack.largest - ack.ranges[i].smallest;
-            if (high > largest) break;
-            ranges[count].largest = largest - high;
-            ranges[count].smallest = low > largest ? 0 : largest - low;
-            ++count;
-            if (low > largest) break;
-          }
-          appended = writer.AppendAck(ranges.data(), count, ack.ackDelayMicroseconds);
-          break;
+      if (frame.type == FrameType::Ack) {
+        const auto ack = frame.ack;
+        const PacketNumber largest = top - std::min(ack.largest, top);
+        std::size_t count = 0;
+        for (std::size_t k = 0; k < ack.rangeCount; ++k) {
+          const std::uint64_t high = ack.largest - ack.ranges[k].largest;  // distance below
+          const std::uint64_t low = ack.largest - ack.ranges[k].smallest;
+          if (high > largest) break;
+          frame.ack.ranges[count].largest = largest - high;
+          frame.ack.ranges[count].smallest = low > largest ? 0 : largest - low;
+          ++count;
+          if (low > largest) break;
         }
-        case FrameType::Ping:
-          appended = writer.AppendPing();
-          break;
-        case FrameType::Stream: {
-          std::size_t written = 0;
-          appended = timerwheel::test::AppendStreamFrame(
-              writer, frame.stream.offset, frame.stream.data, frame.stream.length, &written);
-          break;
-        }
-        case FrameType::MaxData:
-          appended = writer.AppendMaxData(frame.maxData);
-          break;
-        case FrameType::Close:
-          appended = writer.AppendClose(frame.closeCode);
-          break;
-        default:
-          break;
+        frame.ack.rangeCount = count;
+        frame.ack.largest = largest;
       }
+      const bool appended = timerwheel::test::AppendFrame(writer, frame);
       if (!appended) return frames;
     }
     const std::size_t framesSize = writer.FramesSize();

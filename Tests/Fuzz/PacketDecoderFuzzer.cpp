@@ -122,31 +122,10 @@ std::vector<std::uint8_t> Encode(const PacketHeader& header, const std::vector<F
     case PacketType::Data:
       writer.BeginData(header.destination, header.packetNumber);
       for (const Frame& frame : frames) {
-        bool appended = false;
-        switch (frame.type) {
-          case FrameType::Ping:
-            appended = writer.AppendPing();
-            break;
-          case FrameType::Ack:
-            appended = writer.AppendAck(frame.ack.ranges.data(), frame.ack.rangeCount,
-                                        frame.ack.ackDelayMicroseconds);
-            break;
-          case FrameType::Stream: {
-            std::size_t written = 0;
-            appended = timerwheel::test::AppendStreamFrame(
-                writer, frame.stream.offset, frame.stream.data, frame.stream.length, &written);
-            Check(written == frame.stream.length, "AppendStream wrote only part of a frame");
-            break;
-          }
-          case FrameType::MaxData:
-            appended = writer.AppendMaxData(frame.maxData);
-            break;
-          case FrameType::Close:
-            appended = writer.AppendClose(frame.closeCode);
-            break;
-          case FrameType::Padding:
-            break;
-        }
+        std::size_t written = 0;
+        const bool appended = timerwheel::test::AppendFrame(writer, frame, &written);
+        Check(frame.type != FrameType::Stream || written == frame.stream.length,
+              "AppendStreamFrame wrote only part of a frame");
         Check(appended, "PacketWriter refused a frame that was just decoded");
       }
       break;
@@ -223,33 +202,13 @@ void EncodeWithLittleRoom(const PacketHeader& header, const std::vector<Frame>& 
   Check(framesSize == 0, "FramesSize is not 0 after BeginData");
   for (const Frame& frame : frames) {
     const std::size_t room = writer.Remaining();
-    bool ok = false;
     Frame written = frame;
-    switch (frame.type) {
-      case FrameType::Ping:
-        ok = writer.AppendPing();
-        break;
-      case FrameType::Ack:
-        ok = writer.AppendAck(frame.ack.ranges.data(), frame.ack.rangeCount,
-                              frame.ack.ackDelayMicroseconds);
-        break;
-      case FrameType::Stream: {
-        std::size_t count = 0;
-        ok = timerwheel::test::AppendStreamFrame(writer, frame.stream.offset, frame.stream.data,
-                                                 frame.stream.length, &count);
-        Check(ok == (count > 0) && count <= frame.stream.length,
-              "AppendStream's result and its count disagree");
-        written.stream.length = count;
-        break;
-      }
-      case FrameType::MaxData:
-        ok = writer.AppendMaxData(frame.maxData);
-        break;
-      case FrameType::Close:
-        ok = writer.AppendClose(frame.closeCode);
-        break;
-      default:
-        break;
+    std::size_t count = 0;
+    const bool ok = timerwheel::test::AppendFrame(writer, frame, &count);
+    if (frame.type == FrameType::Stream) {
+      Check(ok == (count > 0) && count <= frame.stream.length,
+            "AppendStreamFrame's result and its count disagree");
+      written.stream.length = count;
     }
     const std::size_t grown = writer.FramesSize() - framesSize;
     if (!ok) {

@@ -102,8 +102,7 @@ TEST_CASE("SentPacketLog keeps its order as the ring wraps and grows",
 
 // --- RttEstimator -------------------------------------------------------------------------------
 
-TEST_CASE("RttEstimator before a sample uses the initial RTT and PTO",
-          "[rudp][loss][rtt]") {
+TEST_CASE("RttEstimator before a sample uses the initial RTT and PTO", "[rudp][loss][rtt]") {
   const RttEstimator rtt;
   CHECK_FALSE(rtt.HasSample());
   CHECK(rtt.Smoothed() == 0);

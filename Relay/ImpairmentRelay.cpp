@@ -15,6 +15,7 @@
 #include <array>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <queue>
@@ -23,14 +24,7 @@
 #include <vector>
 
 #include "Relay/Detail/LinkModel.h"
-
-#ifdef _WIN32
-#include <mswsock.h>
-#include <winsock2.h>
-#ifndef SIO_UDP_CONNRESET
-#define SIO_UDP_CONNRESET _WSAIOW(IOC_VENDOR, 12)
-#endif
-#endif
+#include "UdpSocket/UdpSocketSetup.h"
 
 namespace timerwheel::relay {
 namespace {
@@ -53,14 +47,12 @@ void Configure(Udp::socket& socket) {
   socket.non_blocking(true, ignored);
   socket.set_option(Udp::socket::receive_buffer_size(kSocketBufferBytes), ignored);
   socket.set_option(Udp::socket::send_buffer_size(kSocketBufferBytes), ignored);
-#ifdef _WIN32
-  // Otherwise an ICMP port unreachable caused by one send fails the next receive (and, without
-  // this, can make the socket report connection_reset again and again).
-  BOOL reportConnectionReset = FALSE;
-  DWORD bytesReturned = 0;
-  ::WSAIoctl(socket.native_handle(), SIO_UDP_CONNRESET, &reportConnectionReset,
-             sizeof reportConnectionReset, nullptr, 0, &bytesReturned, nullptr, nullptr);
-#endif
+  // Otherwise an ICMP report caused by one send fails the next receive. If it cannot be turned
+  // off the relay still works (receive errors are counted and the receive re-armed): say so.
+  if (const auto icmp = udp::DisableIcmpErrorReports(socket); icmp.error) {
+    std::fprintf(stderr, "ImpairmentRelay: turning off %s failed: %s\n", icmp.what,
+                 icmp.error.message().c_str());
+  }
 }
 
 void ThrowIfInvalid(const ImpairmentProfile& toUpstream, const ImpairmentProfile& toClient) {
@@ -136,7 +128,11 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     m_closed = true;
     boost::system::error_code ignored;
     m_listen.close(ignored);  // pending receives complete with operation_aborted
-    for (auto& entry : m_clients) entry.second->socket.close(ignored);
+    m_listenBackoff.Cancel();
+    for (auto& entry : m_clients) {
+      entry.second->socket.close(ignored);
+      entry.second->backoff.Cancel();
+    }
     for (Direction* direction : {&m_toUpstream, &m_toClient}) {
       direction->timer.cancel();
       direction->queue = {};
@@ -153,6 +149,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     explicit Client(boost::asio::io_context& ioContext) : socket(ioContext) {}
     Endpoint address;
     Udp::socket socket;
+    udp::ReceiveErrorBackoff backoff{socket.get_executor()};  // after socket
     std::vector<std::uint8_t> buffer = std::vector<std::uint8_t>(kMaxDatagram);
   };
 
@@ -219,9 +216,15 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     if (m_closed || error == boost::asio::error::operation_aborted) return;
     if (error) {
       ++m_toUpstream.receiveErrors;  // e.g. an ICMP error from a send to a vanished client
-    } else {
-      OnClientDatagramLocked(size);
+      m_listenBackoff.OnError([self = shared_from_this()] {
+        std::lock_guard<std::mutex> lock(self->m_mutex);
+        if (!self->m_closed) self->StartListenReceiveLocked();
+      });
+      m_changed.notify_all();
+      return;
     }
+    m_listenBackoff.OnReceived();
+    OnClientDatagramLocked(size);
     // Drain what else is already there without another trip through the reactor or IOCP.
     for (int i = 1; i < kReceiveBatch; ++i) {
       boost::system::error_code drainError;
@@ -278,9 +281,15 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     if (m_closed || error == boost::asio::error::operation_aborted) return;
     if (error) {
       ++m_toClient.receiveErrors;  // e.g. connection_refused: nothing listens upstream
-    } else {
-      OnArrivalLocked(Which::ToClient, client, client->buffer.data(), size);
+      client->backoff.OnError([self = shared_from_this(), client] {
+        std::lock_guard<std::mutex> lock(self->m_mutex);
+        if (!self->m_closed) self->StartUpstreamReceiveLocked(client);
+      });
+      m_changed.notify_all();
+      return;
     }
+    client->backoff.OnReceived();
+    OnArrivalLocked(Which::ToClient, client, client->buffer.data(), size);
     for (int i = 1; i < kReceiveBatch; ++i) {
       boost::system::error_code drainError;
       const std::size_t drained =
@@ -385,6 +394,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
   mutable std::condition_variable m_changed;
   bool m_closed = false;
   Udp::socket m_listen;
+  udp::ReceiveErrorBackoff m_listenBackoff{m_listen.get_executor()};  // after m_listen
   std::array<std::uint8_t, kMaxDatagram> m_listenBuffer{};
   Endpoint m_sender;
   std::map<Endpoint, std::unique_ptr<Client>> m_clients;

@@ -10,6 +10,7 @@
 #include <array>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -20,14 +21,7 @@
 #include "TimerQueue/AsioTimerQueue.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
-
-#ifdef _WIN32
-#include <mswsock.h>
-#include <winsock2.h>
-#ifndef SIO_UDP_CONNRESET
-#define SIO_UDP_CONNRESET _WSAIOW(IOC_VENDOR, 12)
-#endif
-#endif
+#include "UdpSocket/UdpSocketSetup.h"
 
 namespace timerwheel::rudp {
 namespace {
@@ -75,12 +69,12 @@ class Endpoint::State final : public detail::IEndpointIo,
     boost::system::error_code ignored;  // the OS may cap these; it is not an error
     m_socket.set_option(Udp::socket::receive_buffer_size(options.socketReceiveBufferSize), ignored);
     m_socket.set_option(Udp::socket::send_buffer_size(options.socketSendBufferSize), ignored);
-#ifdef _WIN32
-    BOOL reportConnectionReset = FALSE;
-    DWORD bytesReturned = 0;
-    ::WSAIoctl(m_socket.native_handle(), SIO_UDP_CONNRESET, &reportConnectionReset,
-               sizeof reportConnectionReset, nullptr, 0, &bytesReturned, nullptr, nullptr);
-#endif
+    // If it fails the socket still works: the receive errors ICMP reports cause are counted and
+    // the receive re-armed (OnReceive). Said once, as the library's default error handler does.
+    if (const auto icmp = udp::DisableIcmpErrorReports(m_socket); icmp.error) {
+      std::fprintf(stderr, "ReliableUDP: turning off %s failed: %s\n", icmp.what,
+                   icmp.error.message().c_str());
+    }
     const Milliseconds maximumTimeout =
         std::max<Milliseconds>({60'000, 2 * options.idleTimeout, options.handshakeTimeout});
     if (options.timerQueue == TimerQueueKind::Wheel) {
@@ -130,6 +124,7 @@ class Endpoint::State final : public detail::IEndpointIo,
       m_engine->Core().Shutdown();  // destroys every timer
       boost::system::error_code ignored;
       m_socket.close(ignored);  // the pending receive completes with operation_aborted
+      m_receiveBackoff.Cancel();
     }
     // No timer callback runs after this (one already running finds the core shut down).
     m_timers->BeginShutdown();
@@ -200,11 +195,17 @@ class Endpoint::State final : public detail::IEndpointIo,
     auto& core = m_engine->Core();
     auto& stats = core.Context().stats;
     if (!error) {
+      m_receiveBackoff.OnReceived();
       core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), size);
-    } else if (IsBenignReceiveError(error)) {
-      ++stats.receiveErrorsIgnored;
     } else {
-      ++stats.receiveErrorsIgnored;  // unexpected, but stopping would strand every connection
+      // Benign (an ICMP report) or not, stopping would strand every connection: count it and
+      // re-arm, at once while errors are isolated, with a growing delay while they persist.
+      ++stats.receiveErrorsIgnored;
+      m_receiveBackoff.OnError([self = shared_from_this()] {
+        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+        if (!self->m_closed) self->StartReceiveLocked();
+      });
+      return;
     }
     // Drain what else is already there without another trip through the reactor or IOCP.
     for (int i = 1; i < kReceiveBatch && !m_closed; ++i) {
@@ -246,6 +247,7 @@ class Endpoint::State final : public detail::IEndpointIo,
 
   boost::asio::io_context& m_ioContext;
   Udp::socket m_socket;
+  udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // after m_socket
   TransportClock m_clock;
   std::unique_ptr<IManageTimerQueue> m_queue;
   std::unique_ptr<AsioTimerQueue> m_timers;

@@ -1,31 +1,51 @@
-// The operating system's clocks: the 64-bit tick provider and the wrapping 32-bit source.
+// The operating system's clocks: the 64-bit tick providers and the wrapping 32-bit source.
 #include "TimerQueue/SystemTickProvider.h"
+
+#include <chrono>
 
 #include "TimerQueue/WrappingTickAdapter.h"
 
 #ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
 #ifndef NOMINMAX
 #define NOMINMAX
 #endif
 #include <windows.h>
-#else
-#include <chrono>
 #endif
 
 namespace timerwheel {
 
-Ticks SystemTickProvider::GetTickCount() const {
-#ifdef _WIN32
-  return ::GetTickCount64();
-#else
+namespace {
+
+Ticks SteadyMilliseconds() noexcept {
   using namespace std::chrono;
   return static_cast<Ticks>(
       duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
-#endif
 }
+
+}  // namespace
+
+Ticks SystemTickProvider::GetTickCount() const { return SteadyMilliseconds(); }
+
+bool SystemTickProvider::ReadingsAreFloored() const noexcept { return true; }
 
 const SystemTickProvider& SystemTickProvider::Instance() noexcept {
   static const SystemTickProvider instance;
+  return instance;
+}
+
+Ticks TickCount64Provider::GetTickCount() const {
+#ifdef _WIN32
+  return ::GetTickCount64();
+#else
+  return SteadyMilliseconds();
+#endif
+}
+
+const TickCount64Provider& TickCount64Provider::Instance() noexcept {
+  static const TickCount64Provider instance;
   return instance;
 }
 
@@ -38,9 +58,7 @@ std::uint32_t SystemWrappingTickSource::GetTickCount32() const {
 #endif
   return ::GetTickCount();
 #else
-  using namespace std::chrono;
-  return static_cast<std::uint32_t>(
-      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
+  return static_cast<std::uint32_t>(SteadyMilliseconds());
 #endif
 }
 

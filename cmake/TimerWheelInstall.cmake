@@ -16,7 +16,9 @@ set(TIMERWHEEL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/TimerWheel")
 # Only the libraries that exist so far (the names of the targets, not of their
 # exports: TimerQueueAsio is exported as TimerWheel::AsioTimerQueue).
 set(_timerwheel_targets "")
-foreach(_target IN ITEMS TimerQueue TimerQueueAsio TimerWheel ReliableUdpEngine ReliableUDP)
+# UdpSocketSetup is ReliableUDP's private dependency: exported (a static library's
+# $<LINK_ONLY:...> needs it), its header not installed.
+foreach(_target IN ITEMS TimerQueue TimerQueueAsio TimerWheel ReliableUdpEngine UdpSocketSetup ReliableUDP)
   if(TARGET ${_target})
     list(APPEND _timerwheel_targets ${_target})
   endif()

@@ -72,7 +72,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     const bool wasPending = m_pool[id].IsPending();
     if (!(wasPending && setIf == SetIf::NotSet)) {
       const Ticks now = m_ticks.GetTickCount();
-      Arm(id, timer, userData, now + timeout, now);
+      Arm(id, timer, userData, now + timeout + m_deadlineMargin, now);
     }
     if (m_monitor) m_monitor->OnTimerSet(wasPending);
     return wasPending;
@@ -89,7 +89,7 @@ class BasicTimerQueue : public IManageTimerQueue {
       record.active = {&timer, userData};  // keeps deadline and firing order
     } else {
       const Ticks now = m_ticks.GetTickCount();
-      const Ticks deadline = now + timeout;
+      const Ticks deadline = now + timeout + m_deadlineMargin;
       if (wasPending) {
         updated = updateIf == UpdateIf::Always ||
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
@@ -126,7 +126,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     const std::uint32_t id = AllocateRecord();
     m_pool[id].flags |= kHandleReleased;  // freed by EndTimeoutHandling once it has fired
     const Ticks now = m_ticks.GetTickCount();
-    Arm(id, timer, userData, now + timeout, now);
+    Arm(id, timer, userData, now + timeout + m_deadlineMargin, now);
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -154,7 +154,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     if (m_scheduler.Size() != 0) {
       // Reserve up front (amortised doubling) so that detaching can never fail half-way.
       const std::size_t needed = m_batch.size() + m_scheduler.Size();
-      if (needed > m_batch.capacity()) m_batch.reserve(std::max(needed, 2 * m_batch.capacity()));
+      if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
       m_scheduler.DetachDue(m_ticks.GetTickCount(), [this](std::uint32_t id) {
         auto& record = m_pool[id];
         m_batch.push_back({id, record.active});
@@ -241,6 +241,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   BasicTimerQueue(const ITickProvider& ticks, ITimerQueueMonitor* monitor,
                   std::size_t initialCapacity, SchedulerArgs&&... schedulerArgs)
       : m_ticks(ticks),
+        m_deadlineMargin(ticks.ReadingsAreFloored() ? 1 : 0),
         m_monitor(monitor),
         m_scheduler(m_pool, std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
@@ -311,6 +312,10 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   const ITickProvider& m_ticks;
+  // 1 for a clock floored to whole ms (a reading of 10 may be 10.9: deadline now + timeout would
+  // be reached up to 1 ms early), else 0. One tick still fits a wheel's ring: the slot is then at
+  // most ceil((M + g) / g) = ceil(M / g) + 1 ahead of the cursor, the ring's minimum size.
+  const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
   TimerPool<Node> m_pool;
   Scheduler m_scheduler;  // after m_pool: it keeps a reference to it

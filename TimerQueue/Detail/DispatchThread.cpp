@@ -2,6 +2,17 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <system_error>
+
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#endif
 
 #include "TimerQueue/DispatchPolicy.h"
 
@@ -12,9 +23,22 @@ thread_local const DispatchThread* DispatchThread::t_runningCallbacksOf = nullpt
 DispatchThread::DispatchThread(IManageTimerQueue& queue, ITimerQueueMonitor* monitor)
     : LockingTimerQueue(m_mutexStorage, queue),
       m_monitor(monitor),
-      m_stoppedFuture(m_stopped.get_future().share()) {}
+      m_stoppedFuture(m_stopped.get_future().share()) {
+#ifdef _WIN32
+  m_wakeEvent = ::CreateEventW(nullptr, FALSE, FALSE, nullptr);  // auto-reset, not signalled
+  if (m_wakeEvent == nullptr) {
+    throw std::system_error(static_cast<int>(::GetLastError()), std::system_category(),
+                            "DispatchThread: CreateEvent failed");
+  }
+#endif
+}
 
-DispatchThread::~DispatchThread() { StopThread(); }
+DispatchThread::~DispatchThread() {
+  StopThread();
+#ifdef _WIN32
+  ::CloseHandle(m_wakeEvent);
+#endif
+}
 
 void DispatchThread::StartThread() {
   // Assigned under the lock that Run takes first, so that a callback's OnDispatchThread() (which
@@ -36,7 +60,14 @@ void DispatchThread::BeginShutdown() noexcept {
     Lock lock(m_mutex);
     m_shutdown.store(true, std::memory_order_release);
   }
-  m_wake.notify_all();
+  WakeThread();
+}
+
+void DispatchThread::WakeThread() noexcept {
+  m_wake.notify_all();  // also wakes waits for a dispatch to end
+#ifdef _WIN32
+  ::SetEvent(m_wakeEvent);
+#endif
 }
 
 bool DispatchThread::WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
@@ -46,7 +77,7 @@ bool DispatchThread::WaitForShutdownToComplete(std::chrono::milliseconds timeout
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   if (m_stoppedFuture.wait_until(deadline) != std::future_status::ready) return false;
   Lock lock(m_mutex);
-  return m_wake.wait_until(lock, deadline, [this] { return IsIdle(); });
+  return m_wake.wait_until(lock, deadline, [this] { return Quiesce(); });
 }
 
 void DispatchThread::AfterArming() {
@@ -55,8 +86,35 @@ void DispatchThread::AfterArming() {
   if (next < m_sleepUntil) {
     m_sleepUntil = next;  // later sets compare against this, so they do not wake it again
     m_wakeRequested = true;
-    m_wake.notify_all();
+    WakeThread();
   }
+}
+
+template <class Predicate>
+void DispatchThread::Sleep(Lock& lock, Milliseconds timeout, Predicate woken) {
+#ifdef _WIN32
+  // The event may also carry a stale signal (set after the last wait ended): the predicate
+  // decides, and the remaining time is measured on the monotonic clock.
+  const auto start = std::chrono::steady_clock::now();
+  while (!woken()) {
+    DWORD wait = INFINITE;
+    if (timeout != kInfinite) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      if (elapsed.count() >= timeout) return;
+      wait = static_cast<DWORD>(timeout - elapsed.count());
+    }
+    lock.unlock();
+    ::WaitForSingleObject(m_wakeEvent, wait);
+    lock.lock();
+  }
+#else
+  if (timeout == kInfinite) {
+    m_wake.wait(lock, woken);
+  } else {
+    m_wake.wait_for(lock, std::chrono::milliseconds(timeout), woken);
+  }
+#endif
 }
 
 void DispatchThread::Run() noexcept {
@@ -71,11 +129,7 @@ void DispatchThread::Run() noexcept {
     m_wakeRequested = false;
     m_sleepUntil = m_queue.GetNextExpiry();
     auto woken = [this] { return m_wakeRequested || ShutdownRequested(); };
-    if (next == kInfinite) {
-      m_wake.wait(lock, woken);
-    } else {
-      m_wake.wait_for(lock, std::chrono::milliseconds(std::min(next, kMaximumSleep)), woken);
-    }
+    Sleep(lock, next == kInfinite ? kInfinite : std::min(next, kMaximumSleep), woken);
     m_sleeping = false;
     if (m_monitor) m_monitor->OnDispatchWakeUp();
   }

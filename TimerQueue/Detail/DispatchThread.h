@@ -29,7 +29,7 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
  public:
   // Stops dispatching: prompt, from any thread, callbacks included.
   void BeginShutdown() noexcept;
-  // True once the thread has stopped and the derived class has nothing in flight (IsIdle).
+  // True once the thread has stopped and the derived class has nothing in flight (Quiesce).
   // Throws std::logic_error on the dispatch thread itself.
   bool WaitForShutdownToComplete(std::chrono::milliseconds timeout);
 
@@ -42,8 +42,9 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
 
   // Lock held on entry and on return; called when something is due. May release the lock.
   virtual void Dispatch(Lock& lock) = 0;
-  // Lock held: nothing of this driver is still in flight (e.g. a posted packet).
-  virtual bool IsIdle() const { return true; }
+  // Lock held, thread stopped: true if nothing of this driver is still running; the driver may
+  // first take back what it had handed out (IocpTimerQueue: a packet no worker has dequeued).
+  virtual bool Quiesce() { return true; }
 
   bool ShutdownRequested() const noexcept { return m_shutdown.load(std::memory_order_acquire); }
   // True on the dispatch thread, and on any thread inside a CallbackScope of this driver.
@@ -73,6 +74,10 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
  private:
   void AfterArming() final;
   void Run() noexcept;
+  void WakeThread() noexcept;
+  // Lock held: sleeps until woken(), or for at most `timeout`, or (timeout == kInfinite) for ever.
+  template <class Predicate>
+  void Sleep(Lock& lock, Milliseconds timeout, Predicate woken);
 
   static thread_local const DispatchThread* t_runningCallbacksOf;
 
@@ -83,6 +88,12 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
   std::atomic<bool> m_shutdown{false};
   std::promise<void> m_stopped;
   std::shared_future<void> m_stoppedFuture;
+#ifdef _WIN32
+  // The thread's timed sleep is a Win32 relative wait on this auto-reset event: MSVC STL builds
+  // before VS 2022 17.10 turned condition_variable_any::wait_for into a system-clock deadline
+  // (microsoft/STL#4457), so setting the clock back stalled dispatch for as long.
+  void* m_wakeEvent;
+#endif
   std::thread m_thread;
 };
 

@@ -1,10 +1,10 @@
-// Connection: the thread-safe public face of a ConnectionState (locking: LockedEngine.h).
+// Connection: the thread-safe public face of a ConnectionCore (locking: LockedEngine.h).
 #include "ReliableUDP/Connection.h"
 
 #include <mutex>
 #include <utility>
 
-#include "ReliableUDP/Detail/ConnectionState.h"
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
 
@@ -22,7 +22,7 @@ detail::Completion Adapt(Connection::Handler handler) {
 }  // namespace
 
 Connection::Connection(std::shared_ptr<detail::LockedEngine> engine,
-                       std::shared_ptr<detail::ConnectionState> state)
+                       std::shared_ptr<detail::ConnectionCore> state)
     : m_engine(std::move(engine)), m_state(std::move(state)) {}
 
 Connection::~Connection() {

@@ -8,14 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "ReliableUDP/Detail/UniqueFunction.h"
 #include "ReliableUDP/Error.h"
 #include "ReliableUDP/Statistics.h"
+#include "ReliableUDP/UniqueFunction.h"
 
 namespace timerwheel::rudp {
 namespace detail {
 class LockedEngine;
-class ConnectionState;
+class ConnectionCore;
 }  // namespace detail
 
 // Obtained from Endpoint::AsyncConnect or Endpoint::AsyncAccept, always as a shared_ptr.
@@ -36,7 +36,7 @@ class ConnectionState;
 // to AsyncSend and vectors passed to AsyncReceive must stay valid until their handler runs.
 class Connection {
  public:
-  using Handler = detail::UniqueFunction<void(boost::system::error_code)>;
+  using Handler = UniqueFunction<void(boost::system::error_code)>;
 
   // Queues `message` (0 bytes to the maximum message size). The handler runs once the whole
   // message has been copied into the send buffer: the buffer may then be reused. A message
@@ -63,14 +63,14 @@ class Connection {
 
   // For the endpoint only.
   Connection(std::shared_ptr<detail::LockedEngine> engine,
-             std::shared_ptr<detail::ConnectionState> state);
+             std::shared_ptr<detail::ConnectionCore> state);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
  private:
   std::shared_ptr<detail::LockedEngine> m_engine;
-  std::shared_ptr<detail::ConnectionState> m_state;
+  std::shared_ptr<detail::ConnectionCore> m_state;
 };
 
 }  // namespace timerwheel::rudp

@@ -57,11 +57,10 @@ bool IsBenignReceiveError(const boost::system::error_code& error) {
 
 }  // namespace
 
-class Endpoint::State final : public detail::IEndpointIo,
-                              public std::enable_shared_from_this<State> {
+class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shared_from_this<Impl> {
  public:
-  State(boost::asio::io_context& ioContext, const Udp::endpoint& local,
-        const EndpointOptions& options)
+  Impl(boost::asio::io_context& ioContext, const Udp::endpoint& local,
+       const EndpointOptions& options)
       : m_ioContext(ioContext), m_socket(ioContext) {
     m_socket.open(local.protocol());
     m_socket.bind(local);
@@ -97,7 +96,7 @@ class Endpoint::State final : public detail::IEndpointIo,
     m_engine.emplace(*this, *m_timers, m_granularity, options);
   }
 
-  ~State() { Close(); }
+  ~Impl() { Close(); }
 
   void Start() {
     std::lock_guard<std::mutex> lock(m_engine->Mutex());
@@ -264,13 +263,13 @@ class Endpoint::State final : public detail::IEndpointIo,
 
 Endpoint::Endpoint(boost::asio::io_context& ioContext, const Udp::endpoint& local,
                    EndpointOptions options)
-    : m_state(std::make_shared<State>(ioContext, local, ValidateOptions(options))) {
-  m_state->Start();
+    : m_impl(std::make_shared<Impl>(ioContext, local, ValidateOptions(options))) {
+  m_impl->Start();
 }
 
 Endpoint::~Endpoint() { Close(); }
 
-Udp::endpoint Endpoint::LocalEndpoint() const { return m_state->LocalEndpoint(); }
+Udp::endpoint Endpoint::LocalEndpoint() const { return m_impl->LocalEndpoint(); }
 
 namespace {
 
@@ -278,7 +277,7 @@ namespace {
 detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::LockedEngine> engine,
                                              Endpoint::ConnectHandler handler) {
   return [engine = std::move(engine), handler = std::move(handler)](
-             detail::EngineError error, std::shared_ptr<detail::ConnectionState> state) mutable {
+             detail::EngineError error, std::shared_ptr<detail::ConnectionCore> state) mutable {
     std::shared_ptr<Connection> connection;
     if (state) connection = std::make_shared<Connection>(engine, std::move(state));
     handler(detail::ToErrorCode(error), std::move(connection));
@@ -288,22 +287,22 @@ detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::LockedEngin
 }  // namespace
 
 void Endpoint::AsyncConnect(const Udp::endpoint& remote, ConnectHandler handler) {
-  auto& engine = m_state->Engine();
+  auto& engine = m_impl->Engine();
   std::lock_guard<std::mutex> lock(engine.Mutex());
   engine.Core().Connect(detail::ToAddress(remote),
-                        Wrap(m_state->SharedEngine(), std::move(handler)));
+                        Wrap(m_impl->SharedEngine(), std::move(handler)));
 }
 
 void Endpoint::AsyncAccept(ConnectHandler handler) {
-  auto& engine = m_state->Engine();
+  auto& engine = m_impl->Engine();
   std::lock_guard<std::mutex> lock(engine.Mutex());
-  engine.Core().Accept(Wrap(m_state->SharedEngine(), std::move(handler)));
+  engine.Core().Accept(Wrap(m_impl->SharedEngine(), std::move(handler)));
 }
 
-void Endpoint::Close() { m_state->Close(); }
+void Endpoint::Close() { m_impl->Close(); }
 
 EndpointStatistics Endpoint::GetStatistics() const {
-  auto& engine = m_state->Engine();
+  auto& engine = m_impl->Engine();
   std::lock_guard<std::mutex> lock(engine.Mutex());
   return engine.Core().Statistics();
 }

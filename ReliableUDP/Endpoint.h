@@ -30,7 +30,7 @@ namespace timerwheel::rudp {
 class Endpoint {
  public:
   using ConnectHandler =
-      detail::UniqueFunction<void(boost::system::error_code, std::shared_ptr<Connection>)>;
+      UniqueFunction<void(boost::system::error_code, std::shared_ptr<Connection>)>;
 
   // Binds `local` (port 0: any free port). Throws std::invalid_argument for bad options (see
   // ValidateOptions) and boost::system::system_error if the socket cannot be opened or bound.
@@ -55,8 +55,8 @@ class Endpoint {
   EndpointStatistics GetStatistics() const;
 
  private:
-  class State;
-  std::shared_ptr<State> m_state;
+  class Impl;  // the socket, clock, timers and engine (Endpoint.cpp)
+  std::shared_ptr<Impl> m_impl;
 };
 
 }  // namespace timerwheel::rudp

@@ -8,7 +8,7 @@
 
 namespace timerwheel::rudp::detail {
 
-// Ground rules (locking): Mutex() guards Core(), every ConnectionState of it (and so the chunk
+// Ground rules (locking): Mutex() guards Core(), every ConnectionCore of it (and so the chunk
 // pool and scratch buffers they share) and, in the Asio endpoint, every operation on the socket.
 // Endpoint and Connection take it around each call into the engine; timer expiries arrive here
 // (this is the engine's timer sink) and take it before they reach the engine. Lock order: this

@@ -11,7 +11,9 @@ enum class TimerKind : unsigned {
   DelayedAck,
   Pacing,
   Keepalive,
-  Idle,  // idle timeout, and the end of the closing/draining period
+  // When the connection ends unless something happens first: the idle timeout (restarted by
+  // progress), the handshake timeout, or the end of the draining period.
+  ConnectionDeadline,
 };
 inline constexpr unsigned kTimerKindCount = 5;
 

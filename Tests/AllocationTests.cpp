@@ -209,7 +209,7 @@ TEST_CASE("ReliableUDP's steady-state datagram path allocates nothing once warm"
   auto server =
       std::make_shared<rudp::detail::LockedEngine>(serverIo, serverTimers, 1, serverOptions);
 
-  std::shared_ptr<rudp::detail::ConnectionState> clientState, serverState;
+  std::shared_ptr<rudp::detail::ConnectionCore> clientState, serverState;
   client->Core().Connect(
       rudp::detail::ToAddress(serverIo.Address()),
       [&](rudp::detail::EngineError, auto state) { clientState = std::move(state); });

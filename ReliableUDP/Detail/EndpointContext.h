@@ -10,10 +10,10 @@
 #include "ReliableUDP/Detail/EngineError.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/SipHash.h"
-#include "ReliableUDP/Detail/UniqueFunction.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/EndpointOptions.h"
 #include "ReliableUDP/Statistics.h"
+#include "ReliableUDP/UniqueFunction.h"
 #include "TimerQueue/ITimer.h"
 #include "TimerQueue/ITimerQueue.h"
 

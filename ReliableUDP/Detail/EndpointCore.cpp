@@ -55,7 +55,7 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
     return;
   }
   const std::uint32_t slot = found->second;
-  const std::shared_ptr<ConnectionState> connection = m_slots[slot].connection;
+  const std::shared_ptr<ConnectionCore> connection = m_slots[slot].connection;
   if (connection->Remote() != from) {
     // No migration: a known ID from another address is an off-path guess or a rebinding.
     ++stats.droppedWrongAddress;
@@ -135,8 +135,8 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
   auto connection =
-      std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Server, id, from,
-                                        ConnectionSlot{slot, m_slots[slot].generation});
+      std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Server, id, from,
+                                       ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_byId.emplace(id, slot);
   m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
@@ -168,8 +168,8 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
   auto connection =
-      std::make_shared<ConnectionState>(m_context, ConnectionState::Role::Client, id, remote,
-                                        ConnectionSlot{slot, m_slots[slot].generation});
+      std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Client, id, remote,
+                                       ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_connects.emplace(slot, std::move(completion));
   m_byId.emplace(id, slot);
@@ -188,14 +188,14 @@ void EndpointCore::Accept(ConnectCompletion completion) {
   m_acceptWaiters.push_back(std::move(completion));
 }
 
-void EndpointCore::AfterCall(ConnectionState& connection) {
+void EndpointCore::AfterCall(ConnectionCore& connection) {
   const std::uint32_t slot = connection.Slot().index;
   if (slot < m_slots.size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
 }
 
 void EndpointCore::HandleEvents(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
-  const std::shared_ptr<ConnectionState> connection = entry.connection;
+  const std::shared_ptr<ConnectionCore> connection = entry.connection;
   const auto events = connection->TakeEvents();
   if (events.established || events.finished) {
     const auto pending = m_connects.find(slot);
@@ -219,7 +219,7 @@ void EndpointCore::Retire(std::uint32_t slot) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
     entry.inHandshakeMap = false;
   }
-  if (connection->GetRole() == ConnectionState::Role::Server) {
+  if (connection->GetRole() == ConnectionCore::Role::Server) {
     for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
       if (*it == connection) {
         m_acceptQueue.erase(it);  // ended before anyone accepted it
@@ -279,7 +279,7 @@ ConnectionId EndpointCore::NewConnectionId() {
 }
 
 void EndpointCore::Post(ConnectCompletion& completion, EngineError error,
-                        std::shared_ptr<ConnectionState> connection) {
+                        std::shared_ptr<ConnectionCore> connection) {
   m_io.Post([completion = std::move(completion), connection = std::move(connection)](
                 EngineError result) mutable { completion(result, std::move(connection)); },
             error);

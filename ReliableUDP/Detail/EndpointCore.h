@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ReliableUDP/Detail/ConnectionState.h"
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
@@ -17,7 +17,7 @@
 namespace timerwheel::rudp::detail {
 
 // Thread safety: none, and no lock. The caller serialises every call into this object and into
-// its ConnectionStates (the chunk pool and scratch buffers are shared), timer expiries included:
+// its ConnectionCores (the chunk pool and scratch buffers are shared), timer expiries included:
 // the Asio endpoint wraps it with one mutex (LockedEngine), the simulated network in the tests
 // runs it on one thread. Timer calls are made from inside these calls, so a locking caller holds
 // its lock while the timer driver takes its own (lock order: engine, then driver), and the driver
@@ -28,7 +28,7 @@ namespace timerwheel::rudp::detail {
 // connects (clients). Connection IDs are random (SipHash of a counter under a random key).
 class EndpointCore final : public ITimer {
  public:
-  using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<ConnectionState>)>;
+  using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<ConnectionCore>)>;
 
   // `options` must have been through ValidateOptions. The timer queue and the I/O must outlive
   // every call into this object before Shutdown; after it, neither is used again. Timer expiries
@@ -50,7 +50,7 @@ class EndpointCore final : public ITimer {
 
   // After calling into a connection from outside (the public Connection): handles what it
   // reports (connect completion, retirement).
-  void AfterCall(ConnectionState& connection);
+  void AfterCall(ConnectionCore& connection);
 
   EndpointStatistics Statistics() const;
   EndpointContext& Context() noexcept { return m_context; }
@@ -60,7 +60,7 @@ class EndpointCore final : public ITimer {
 
  private:
   struct Slot {
-    std::shared_ptr<ConnectionState> connection;
+    std::shared_ptr<ConnectionCore> connection;
     std::uint32_t generation = 0;
     bool inHandshakeMap = false;  // server side, while its cookie could still be replayed
   };
@@ -84,7 +84,7 @@ class EndpointCore final : public ITimer {
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);
   void Post(ConnectCompletion& completion, EngineError error,
-            std::shared_ptr<ConnectionState> connection);
+            std::shared_ptr<ConnectionCore> connection);
 
   IEndpointIo& m_io;
   EndpointContext m_context;
@@ -104,7 +104,7 @@ class EndpointCore final : public ITimer {
   void ExpireHandshakeEntries(Microseconds now);
   VectorQueue<HandshakeExpiry> m_handshakeExpiries;
   std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
-  std::vector<std::shared_ptr<ConnectionState>> m_acceptQueue;      // established, not yet accepted
+  std::vector<std::shared_ptr<ConnectionCore>> m_acceptQueue;       // established, not yet accepted
   std::vector<ConnectCompletion> m_acceptWaiters;
 };
 

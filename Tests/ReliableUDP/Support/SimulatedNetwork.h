@@ -273,12 +273,11 @@ namespace simulated_detail {
 // What the engine's connect and accept completions become: public Connections, as Endpoint gives.
 inline rudp::detail::EndpointCore::ConnectCompletion ToConnection(
     std::shared_ptr<rudp::detail::LockedEngine> engine, SimulatedHost::ConnectHandler handler) {
-  return
-      [engine = std::move(engine), handler = std::move(handler)](
-          rudp::detail::EngineError error, std::shared_ptr<rudp::detail::ConnectionState> state) {
-        handler(rudp::detail::ToErrorCode(error),
-                state ? std::make_shared<rudp::Connection>(engine, std::move(state)) : nullptr);
-      };
+  return [engine = std::move(engine), handler = std::move(handler)](
+             rudp::detail::EngineError error, std::shared_ptr<rudp::detail::ConnectionCore> state) {
+    handler(rudp::detail::ToErrorCode(error),
+            state ? std::make_shared<rudp::Connection>(engine, std::move(state)) : nullptr);
+  };
 }
 }  // namespace simulated_detail
 

@@ -1,4 +1,5 @@
-// A move-only type-erased callable with inline storage, for completion handlers.
+// A move-only type-erased callable with inline storage, for completion handlers (the type of
+// Connection::Handler and Endpoint::ConnectHandler).
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace timerwheel::rudp::detail {
+namespace timerwheel::rudp {
 
 template <class Signature, std::size_t InlineSize = 64>
 class UniqueFunction;
@@ -95,4 +96,4 @@ class UniqueFunction<R(Args...), InlineSize> {
   const Ops* m_ops = nullptr;
 };
 
-}  // namespace timerwheel::rudp::detail
+}  // namespace timerwheel::rudp

@@ -1,5 +1,5 @@
-// The protocol engine of one connection (see ConnectionState.h for the lifecycle and timers).
-#include "ReliableUDP/Detail/ConnectionState.h"
+// The protocol engine of one connection (see ConnectionCore.h for the lifecycle and timers).
+#include "ReliableUDP/Detail/ConnectionCore.h"
 
 #include <algorithm>
 #include <utility>
@@ -19,8 +19,8 @@ constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
 
 }  // namespace
 
-ConnectionState::ConnectionState(EndpointContext& context, Role role, ConnectionId localId,
-                                 const Address& remote, ConnectionSlot slot)
+ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId localId,
+                               const Address& remote, ConnectionSlot slot)
     : m_context(context),
       m_role(role),
       m_phase(Phase::Connecting),
@@ -36,20 +36,20 @@ ConnectionState::ConnectionState(EndpointContext& context, Role role, Connection
       m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
-ConnectionState::~ConnectionState() {
+ConnectionCore::~ConnectionCore() {
   // Terminate destroys the timers; this covers a connection dropped before it ever ran.
   for (auto& timer : m_timers) {
     if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);
   }
 }
 
-ConnectionState::Events ConnectionState::TakeEvents() noexcept {
+ConnectionCore::Events ConnectionCore::TakeEvents() noexcept {
   return std::exchange(m_events, Events{});
 }
 
 // --- Handshake ---------------------------------------------------------------------------------
 
-TransportParameters ConnectionState::OwnParameters() const {
+TransportParameters ConnectionCore::OwnParameters() const {
   const auto& options = m_context.options;
   TransportParameters parameters;
   // Advertise the worst case: the delayed-ACK timer may fire up to one granularity late.
@@ -61,13 +61,13 @@ TransportParameters ConnectionState::OwnParameters() const {
   return parameters;
 }
 
-void ConnectionState::StartClient(Microseconds now) {
+void ConnectionCore::StartClient(Microseconds now) {
   SendHandshakePacket(now);
   m_idleDeadline = now + Microseconds{m_context.options.handshakeTimeout} * 1000;
-  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
 }
 
-void ConnectionState::SendHandshakePacket(Microseconds now) {
+void ConnectionCore::SendHandshakePacket(Microseconds now) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   if (m_haveCookie) {
@@ -82,7 +82,7 @@ void ConnectionState::SendHandshakePacket(Microseconds now) {
   ArmTimer(TimerKind::LossDetection, now + (kInitialPto << backoff), now);
 }
 
-void ConnectionState::OnCookie(const PacketHeader& header, Microseconds now) {
+void ConnectionCore::OnCookie(const PacketHeader& header, Microseconds now) {
   if (m_role != Role::Client || m_phase != Phase::Connecting) {
     ++m_context.stats.droppedUnexpected;
     return;
@@ -93,7 +93,7 @@ void ConnectionState::OnCookie(const PacketHeader& header, Microseconds now) {
   SendHandshakePacket(now);
 }
 
-void ConnectionState::OnWelcome(const PacketHeader& header, Microseconds now) {
+void ConnectionCore::OnWelcome(const PacketHeader& header, Microseconds now) {
   if (m_role != Role::Client || m_phase != Phase::Connecting) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
     return;
@@ -103,18 +103,18 @@ void ConnectionState::OnWelcome(const PacketHeader& header, Microseconds now) {
   m_events.established = true;
 }
 
-void ConnectionState::StartServer(ConnectionId peerId, const TransportParameters& peer,
-                                  Microseconds now) {
+void ConnectionCore::StartServer(ConnectionId peerId, const TransportParameters& peer,
+                                 Microseconds now) {
   m_peerId = peerId;
   SendWelcome();
   EnterEstablished(peer, now);
 }
 
-void ConnectionState::OnRepeatedHelloWithCookie(Microseconds) {
+void ConnectionCore::OnRepeatedHelloWithCookie(Microseconds) {
   if (m_phase == Phase::Established || m_phase == Phase::Closing) SendWelcome();
 }
 
-void ConnectionState::SendWelcome() {
+void ConnectionCore::SendWelcome() {
   // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
@@ -122,7 +122,7 @@ void ConnectionState::SendWelcome() {
   Transmit(writer);
 }
 
-void ConnectionState::EnterEstablished(const TransportParameters& peer, Microseconds now) {
+void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseconds now) {
   m_peerIdleTimeoutMs = peer.idleTimeoutMs;
   m_sendDatagramSize = static_cast<std::size_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
@@ -138,8 +138,8 @@ void ConnectionState::EnterEstablished(const TransportParameters& peer, Microsec
 
 // --- Receiving ---------------------------------------------------------------------------------
 
-void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize,
-                                   Microseconds now) {
+void ConnectionCore::OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize,
+                                  Microseconds now) {
   if (m_phase == Phase::Connecting || m_phase == Phase::Closed) {
     // A client has no peer ID before the Welcome; the server will send again.
     ++m_context.stats.droppedUnexpected;
@@ -153,7 +153,7 @@ void ConnectionState::OnDataPacket(const DecodedPacket& packet, std::size_t data
   AfterDataPacket(now);
 }
 
-bool ConnectionState::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
+bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
   while (!reader.AtEnd()) {
@@ -191,7 +191,7 @@ bool ConnectionState::CheckFrames(const DecodedPacket& packet, FrameSummary& sum
   return true;
 }
 
-bool ConnectionState::StoreStreamData(const DecodedPacket& packet) {
+bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
   if (m_phase == Phase::Draining) return true;  // the application will read nothing more
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
@@ -211,8 +211,8 @@ bool ConnectionState::StoreStreamData(const DecodedPacket& packet) {
   return true;
 }
 
-bool ConnectionState::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
-                                    std::size_t datagramSize, Microseconds now) {
+bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
+                                   std::size_t datagramSize, Microseconds now) {
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
     ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
     if (summary.ackEliciting) m_acks.OnDuplicate();  // our ACK may have been lost: send another
@@ -238,7 +238,7 @@ bool ConnectionState::RecordReceipt(const DecodedPacket& packet, const FrameSumm
   return true;
 }
 
-bool ConnectionState::ApplyControlFrames(const DecodedPacket& packet, Microseconds now) {
+bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microseconds now) {
   m_progress = false;
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
@@ -291,7 +291,7 @@ bool ConnectionState::ApplyControlFrames(const DecodedPacket& packet, Microsecon
   return true;
 }
 
-void ConnectionState::AfterDataPacket(Microseconds now) {
+void ConnectionCore::AfterDataPacket(Microseconds now) {
   if (m_progress && m_phase != Phase::Draining) RestartIdleTimer(now);
   PumpSends();
   MaybeQueueClose();
@@ -304,19 +304,19 @@ void ConnectionState::AfterDataPacket(Microseconds now) {
   Flush(now);
 }
 
-void ConnectionState::OnPacketAcked(const SentPacket& packet) {
+void ConnectionCore::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
   if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
   if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
 
-void ConnectionState::OnPacketLost(const SentPacket& packet) {
+void ConnectionCore::OnPacketLost(const SentPacket& packet) {
   if (packet.streamSize > 0) m_sendBuffer.OnLost(packet.streamOffset, packet.streamSize);
   if (packet.hasMaxData) m_maxDataPending = true;  // sends the current limit, not the lost one
   if (packet.hasClose && m_ourClose != OurClose::Acknowledged) m_ourClose = OurClose::ToSend;
 }
 
-void ConnectionState::ProtocolViolation() {
+void ConnectionCore::ProtocolViolation() {
   ++m_context.stats.droppedProtocolViolation;
   if (++m_violations > kMaxViolations) {
     SendAbortPacket(CloseCode::ProtocolError);
@@ -326,7 +326,7 @@ void ConnectionState::ProtocolViolation() {
 
 // --- Timers ------------------------------------------------------------------------------------
 
-void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
+void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
   auto& armed = m_armedMs[Index(kind)];
   // An expiry detached for dispatch before the timer was cancelled or re-armed (another thread
   // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
@@ -357,9 +357,10 @@ void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
         Flush(now);
       }
       break;
-    case TimerKind::Idle:
+    case TimerKind::ConnectionDeadline:
       if (now < m_idleDeadline) {
-        ArmTimer(TimerKind::Idle, m_idleDeadline, now);  // was clamped to the maximum timeout
+        ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline,
+                 now);  // was clamped to the maximum timeout
       } else if (m_phase == Phase::Draining) {
         Terminate(m_endReason);
       } else if (m_phase != Phase::Closed) {
@@ -369,7 +370,7 @@ void ConnectionState::OnTimer(TimerKind kind, Microseconds now) {
   }
 }
 
-void ConnectionState::PrepareProbe() {
+void ConnectionCore::PrepareProbe() {
   // RFC 9002 6.2.4: a probe carries new data if there is some, else the oldest unacknowledged
   // data, else a PING. A CLOSE still unacknowledged goes along.
   if (m_ourClose == OurClose::InFlight) m_ourClose = OurClose::ToSend;
@@ -379,7 +380,7 @@ void ConnectionState::PrepareProbe() {
   }
 }
 
-void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now) {
+void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now) {
   // Timers run in whole milliseconds on the queue's clock (Now() / 1000): aiming at the first
   // millisecond at or after the deadline means it never fires early.
   const Microseconds deadlineMs = (deadline + 999) / 1000;
@@ -397,14 +398,14 @@ void ConnectionState::ArmTimer(TimerKind kind, Microseconds deadline, Microsecon
   ++m_stats.timerArmed[Index(kind)];
 }
 
-void ConnectionState::CancelTimer(TimerKind kind) {
+void ConnectionCore::CancelTimer(TimerKind kind) {
   auto& armed = m_armedMs[Index(kind)];
   if (armed == 0 || m_timers[Index(kind)].IsNull()) return;
   m_context.timers.CancelTimer(m_timers[Index(kind)]);
   armed = 0;
 }
 
-Microseconds ConnectionState::IdleTimeout() const {
+Microseconds ConnectionCore::IdleTimeout() const {
   Microseconds idle = Microseconds{m_context.options.idleTimeout} * 1000;
   if (m_peerIdleTimeoutMs > 0) {
     idle = std::min(idle, Microseconds{m_peerIdleTimeoutMs} * 1000);
@@ -413,12 +414,12 @@ Microseconds ConnectionState::IdleTimeout() const {
   return std::max(idle, 3 * m_loss.ProbeTimeout());
 }
 
-void ConnectionState::RestartIdleTimer(Microseconds now) {
+void ConnectionCore::RestartIdleTimer(Microseconds now) {
   m_idleDeadline = now + IdleTimeout();
-  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
 }
 
-void ConnectionState::RestartKeepaliveTimer(Microseconds now) {
+void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
   Microseconds interval = std::min<Microseconds>(
       Microseconds{m_context.options.keepaliveInterval} * 1000, IdleTimeout() / 2);
   // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
@@ -427,7 +428,7 @@ void ConnectionState::RestartKeepaliveTimer(Microseconds now) {
   ArmTimer(TimerKind::Keepalive, now + interval, now);
 }
 
-void ConnectionState::UpdateLossTimer(Microseconds now) {
+void ConnectionCore::UpdateLossTimer(Microseconds now) {
   const auto deadline = m_loss.LossDetectionDeadline();
   if (deadline) {
     ArmTimer(TimerKind::LossDetection, *deadline, now);
@@ -436,7 +437,7 @@ void ConnectionState::UpdateLossTimer(Microseconds now) {
   }
 }
 
-void ConnectionState::UpdateAckTimer(Microseconds now) {
+void ConnectionCore::UpdateAckTimer(Microseconds now) {
   const auto deadline = m_acks.AckDeadline();
   if (deadline) {
     ArmTimer(TimerKind::DelayedAck, *deadline, now);
@@ -447,13 +448,13 @@ void ConnectionState::UpdateAckTimer(Microseconds now) {
 
 // --- Sending -----------------------------------------------------------------------------------
 
-bool ConnectionState::HasAckElicitingToSend() const {
+bool ConnectionCore::HasAckElicitingToSend() const {
   if (m_pingPending || m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
   SendBuffer::Range range;
   return m_sendBuffer.NextToSend(1, m_peerMaxData, range);
 }
 
-void ConnectionState::Flush(Microseconds now) {
+void ConnectionCore::Flush(Microseconds now) {
   if (m_phase == Phase::Connecting || m_phase == Phase::Closed) return;
   const auto ackDeadline = m_acks.AckDeadline();
   bool ackWanted = m_acks.AckNow() || (ackDeadline && *ackDeadline <= now);
@@ -494,7 +495,7 @@ void ConnectionState::Flush(Microseconds now) {
   UpdateAckTimer(now);
 }
 
-void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
+void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
   SentPacket sent;
@@ -557,7 +558,7 @@ void ConnectionState::SendDataPacket(Microseconds now, PacketMode mode) {
   }
 }
 
-void ConnectionState::SendAbortPacket(CloseCode code) {
+void ConnectionCore::SendAbortPacket(CloseCode code) {
   if (m_peerId == 0 || m_phase == Phase::Connecting || m_phase == Phase::Closed) return;
   // Sent once, unreliably (like QUIC's CONNECTION_CLOSE): the state is gone right after.
   auto& buffer = m_context.datagram;
@@ -567,7 +568,7 @@ void ConnectionState::SendAbortPacket(CloseCode code) {
   Transmit(writer);
 }
 
-std::size_t ConnectionState::Transmit(PacketWriter& writer) {
+std::size_t ConnectionCore::Transmit(PacketWriter& writer) {
   const std::size_t size = m_context.Send(m_remote, writer);
   ++m_stats.packetsSent;
   m_stats.bytesSent += size;
@@ -576,12 +577,12 @@ std::size_t ConnectionState::Transmit(PacketWriter& writer) {
 
 // --- Application -------------------------------------------------------------------------------
 
-void ConnectionState::Complete(Completion& handler, EngineError error) {
+void ConnectionCore::Complete(Completion& handler, EngineError error) {
   m_context.io.Post(std::move(handler), error);
 }
 
-void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
-                           Microseconds now) {
+void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
+                          Microseconds now) {
   if (!IsOpen()) {
     Complete(handler, m_endReason != EngineError::None ? m_endReason : m_closeReason);
     return;
@@ -595,7 +596,7 @@ void ConnectionState::Send(const std::uint8_t* data, std::size_t size, SendHandl
   Flush(now);
 }
 
-void ConnectionState::PumpSends() {
+void ConnectionCore::PumpSends() {
   while (!m_pendingSends.Empty()) {
     PendingSend& send = m_pendingSends.Front();
     if (!send.prefixWritten) {
@@ -613,15 +614,15 @@ void ConnectionState::PumpSends() {
   }
 }
 
-void ConnectionState::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
-                              Microseconds now) {
+void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
+                             Microseconds now) {
   m_receivesAbandoned = false;
   m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
   PumpReceives();
   if (m_maxDataPending) Flush(now);
 }
 
-void ConnectionState::PumpReceives() {
+void ConnectionCore::PumpReceives() {
   if (m_receivesAbandoned) {
     // Nobody can read these any more; consuming them keeps the peer's window open.
     while (m_receiveBuffer.ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
@@ -657,7 +658,7 @@ void ConnectionState::PumpReceives() {
   MaybeUpdateMaxData();
 }
 
-void ConnectionState::MaybeUpdateMaxData() {
+void ConnectionCore::MaybeUpdateMaxData() {
   if (m_phase != Phase::Established && m_phase != Phase::Closing) return;
   const std::uint64_t limit = m_receiveBuffer.Limit();
   if (limit <= m_advertisedMaxData) return;
@@ -672,7 +673,7 @@ void ConnectionState::MaybeUpdateMaxData() {
   }
 }
 
-void ConnectionState::AbandonReceives() {
+void ConnectionCore::AbandonReceives() {
   for (PendingReceive& receive : m_pendingReceives) {
     Complete(receive.handler, EngineError::OperationAborted);
   }
@@ -680,7 +681,7 @@ void ConnectionState::AbandonReceives() {
   m_receivesAbandoned = true;
 }
 
-void ConnectionState::ReleaseIdleMemory() {
+void ConnectionCore::ReleaseIdleMemory() {
   // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
   // connection quiet for a keepalive interval gives back what it no longer uses.
   m_pendingSends.ReleaseMemoryIfEmpty();
@@ -689,7 +690,7 @@ void ConnectionState::ReleaseIdleMemory() {
   m_receiveBuffer.ReleaseIdleMemory();
 }
 
-void ConnectionState::WaitClosed(CloseHandler handler) {
+void ConnectionCore::WaitClosed(CloseHandler handler) {
   if (m_endReason != EngineError::None) {
     Complete(handler, m_endReason);
   } else {
@@ -697,7 +698,7 @@ void ConnectionState::WaitClosed(CloseHandler handler) {
   }
 }
 
-void ConnectionState::Close(Microseconds now) {
+void ConnectionCore::Close(Microseconds now) {
   if (!IsOpen()) return;
   m_ourClose = OurClose::AwaitingAcks;
   m_closeReason = EngineError::ClosedLocally;
@@ -710,7 +711,7 @@ void ConnectionState::Close(Microseconds now) {
   Flush(now);
 }
 
-void ConnectionState::MaybeQueueClose() {
+void ConnectionCore::MaybeQueueClose() {
   // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
   // the close graceful, and why the peer may treat the CLOSE as "you have everything".
   if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks && m_pendingSends.Empty() &&
@@ -719,19 +720,19 @@ void ConnectionState::MaybeQueueClose() {
   }
 }
 
-void ConnectionState::Abort(Microseconds) {
+void ConnectionCore::Abort(Microseconds) {
   if (m_phase == Phase::Closed) return;
   if (m_phase != Phase::Draining) SendAbortPacket(CloseCode::Aborted);
   Terminate(EngineError::Aborted);
 }
 
-void ConnectionState::Shutdown(EngineError reason) {
+void ConnectionCore::Shutdown(EngineError reason) {
   if (m_phase != Phase::Closed) Terminate(reason);
 }
 
 // --- Ending ------------------------------------------------------------------------------------
 
-void ConnectionState::CompletePendingOperations() {
+void ConnectionCore::CompletePendingOperations() {
   for (PendingSend& send : m_pendingSends) Complete(send.handler, m_endReason);
   m_pendingSends.Clear();
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
@@ -739,7 +740,7 @@ void ConnectionState::CompletePendingOperations() {
   m_closeWaiters.clear();
 }
 
-void ConnectionState::BeginDraining(EngineError reason, Microseconds now) {
+void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {
   if (m_endReason == EngineError::None) m_endReason = reason;
   m_phase = Phase::Draining;
   CompletePendingOperations();
@@ -751,10 +752,10 @@ void ConnectionState::BeginDraining(EngineError reason, Microseconds now) {
   CancelTimer(TimerKind::Keepalive);
   // Stay to acknowledge a CLOSE the peer sends again because our ACK was lost.
   m_idleDeadline = now + 3 * m_loss.ProbeTimeout();
-  ArmTimer(TimerKind::Idle, m_idleDeadline, now);
+  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
 }
 
-void ConnectionState::Terminate(EngineError reason) {
+void ConnectionCore::Terminate(EngineError reason) {
   if (m_endReason == EngineError::None) m_endReason = reason;
   m_phase = Phase::Closed;
   CompletePendingOperations();
@@ -766,7 +767,7 @@ void ConnectionState::Terminate(EngineError reason) {
   m_events.finished = true;
 }
 
-ConnectionStatistics ConnectionState::GetStatistics() const {
+ConnectionStatistics ConnectionCore::GetStatistics() const {
   ConnectionStatistics stats;
   const auto& loss = m_loss.Statistics();
   stats.smoothedRttMicroseconds = loss.smoothedRtt;

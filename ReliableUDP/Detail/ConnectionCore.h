@@ -39,10 +39,10 @@ using CloseHandler = Completion;
 // received are still delivered after a graceful close.
 //
 // Timers (one ITimerQueue timer per kind, each created on first use, never per packet): loss
-// detection/PTO (or handshake retransmission), delayed ACK, pacing, keepalive, idle (or
-// handshake timeout, or the end of the draining period). A timer is re-armed only when its
-// deadline in whole milliseconds changes; an expiry already detached when it was re-armed or
-// cancelled is ignored.
+// detection/PTO (or handshake retransmission), delayed ACK, pacing, keepalive, and the connection
+// deadline (the idle timeout, or the handshake timeout, or the end of the draining period). A timer
+// is re-armed only when its deadline in whole milliseconds changes; an expiry already detached when
+// it was re-armed or cancelled is ignored.
 //
 // Liveness: the idle timer restarts whenever the peer acknowledges a packet newer than any
 // before (ACK-only ones count), so a peer that still sends but no longer receives (one-way loss)
@@ -50,7 +50,7 @@ using CloseHandler = Completion;
 // 1.5 times that) without an ack-eliciting packet sent or received; a lone PING after a quiet
 // spell is answered with ACK + PING, so both sides see their packets acknowledged while only
 // one side's keepalive timer fires.
-class ConnectionState final : private IPacketFate {
+class ConnectionCore final : private IPacketFate {
  public:
   enum class Role { Client, Server };
   enum class Phase { Connecting, Established, Closing, Draining, Closed };
@@ -67,11 +67,11 @@ class ConnectionState final : private IPacketFate {
 
   // slot: where the endpoint keeps this connection; every timer of it carries the slot (with its
   // kind) in its user data.
-  ConnectionState(EndpointContext& context, Role role, ConnectionId localId, const Address& remote,
-                  ConnectionSlot slot);
-  ~ConnectionState();
-  ConnectionState(const ConnectionState&) = delete;
-  ConnectionState& operator=(const ConnectionState&) = delete;
+  ConnectionCore(EndpointContext& context, Role role, ConnectionId localId, const Address& remote,
+                 ConnectionSlot slot);
+  ~ConnectionCore();
+  ConnectionCore(const ConnectionCore&) = delete;
+  ConnectionCore& operator=(const ConnectionCore&) = delete;
 
   // --- Handshake --------------------------------------------------------------------------
   void StartClient(Microseconds now);  // sends Hello, arms handshake timers
@@ -246,7 +246,8 @@ class ConnectionState final : private IPacketFate {
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
-  // The idle timer may be clamped to the queue's maximum timeout: it fires early, and re-arms.
+  // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
+  // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;
 
   // What GetStatistics reports beyond LossRecovery's figures. Kept apart from

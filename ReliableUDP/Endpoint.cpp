@@ -198,10 +198,8 @@ class Endpoint::State final : public detail::IEndpointIo,
     auto& stats = m_core->ContextLocked().stats;
     if (!error) {
       m_core->OnDatagramLocked(m_sender, m_receiveBuffer.data(), size);
-    } else if (IsBenignReceiveError(error)) {
+    } else {  // benign or unexpected: stopping would strand every connection
       ++stats.receiveErrorsIgnored;
-    } else {
-      ++stats.receiveErrorsIgnored;  // unexpected, but stopping would strand every connection
     }
     // Drain what else is already there without another trip through the reactor or IOCP.
     for (int i = 1; i < kReceiveBatch && !m_closed; ++i) {

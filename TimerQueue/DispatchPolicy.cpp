@@ -5,7 +5,7 @@
 
 namespace timerwheel {
 
-void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept {
+void ReportCallbackErrorToStderr(const std::exception_ptr& error) noexcept {
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {
@@ -17,7 +17,8 @@ void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept {
   }
 }
 
-void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr error) noexcept {
+void ReportCallbackError(const CallbackErrorHandler& handler,
+                         const std::exception_ptr& error) noexcept {
   if (handler) {
     try {
       handler(error);

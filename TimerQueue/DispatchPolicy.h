@@ -29,10 +29,11 @@ using CallbackErrorHandler = std::function<void(std::exception_ptr)>;
 inline constexpr Milliseconds kMaximumSleep = 60 * 60 * 1000;  // one hour
 
 // The default handler: "TimerWheel: a timer callback threw: <what()>" on stderr.
-void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept;
+void ReportCallbackErrorToStderr(const std::exception_ptr& error) noexcept;
 
 // What drivers call: `handler` if set (falling back to stderr if it throws), else stderr.
-void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr error) noexcept;
+void ReportCallbackError(const CallbackErrorHandler& handler,
+                         const std::exception_ptr& error) noexcept;
 
 namespace detail {
 // What every driver does when it is destroyed from one of its own callbacks (see ITimer.h): says

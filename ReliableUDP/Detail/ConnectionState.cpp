@@ -28,7 +28,6 @@ ConnectionState::ConnectionState(EndpointContext& context, Role role, Connection
                                  const Udp::endpoint& remote, UserData userDataBase)
     : m_context(context),
       m_role(role),
-      m_phase(Phase::Connecting),
       m_localId(localId),
       m_remote(remote),
       m_userDataBase(userDataBase),

@@ -159,7 +159,7 @@ class ConnectionState final : private IPacketFate {
 
   EndpointContext& m_context;
   const Role m_role;
-  Phase m_phase;
+  Phase m_phase = Phase::Connecting;
   const ConnectionId m_localId;
   ConnectionId m_peerId = 0;
   Udp::endpoint m_remote;

@@ -14,16 +14,14 @@
 #include <cstddef>
 
 #include "TimerQueue/Detail/DispatchThread.h"
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/DriverOptions.h"
 
 namespace timerwheel {
 
-struct IocpTimerQueueOptions {
+struct IocpTimerQueueOptions : DriverOptions {
   // Callbacks one worker runs per packet before re-posting it, so that timer work and I/O
   // completions take turns on the port.
   std::size_t callbacksPerPacket = 64;
-  CallbackErrorHandler onCallbackError;   // empty: ReportCallbackErrorToStderr
-  ITimerQueueMonitor* monitor = nullptr;  // receives OnDispatchWakeUp; not owned
 };
 
 // A timer thread sleeps until the next expiry, detaches everything due (Begin) and posts one

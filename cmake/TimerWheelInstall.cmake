@@ -13,10 +13,9 @@ include(CMakePackageConfigHelpers)
 
 set(TIMERWHEEL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/TimerWheel")
 
-# Only the libraries that exist so far (the names of the targets, not of their
-# exports: TimerQueueAsio is exported as TimerWheel::AsioTimerQueue).
+# Only the libraries that exist so far (each exported as TimerWheel::<target>).
 set(_timerwheel_targets "")
-foreach(_target IN ITEMS TimerQueue TimerQueueAsio TimerWheel ReliableUDP)
+foreach(_target IN ITEMS TimerQueue AsioTimerQueue TimerWheel ReliableUDP)
   if(TARGET ${_target})
     list(APPEND _timerwheel_targets ${_target})
   endif()

@@ -10,6 +10,7 @@
 #include "Support/ErrorLog.h"
 #include "Support/FunctionTimer.h"
 #include "Support/WaitableCount.h"
+#include "TimerQueue/CallbackErrorHandler.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 #include "TimerQueue/DispatchPolicy.h"
 #include "TimerQueue/SystemTickProvider.h"

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
+#include "TimerQueue/Detail/MaximumSleep.h"
 
 namespace timerwheel::detail {
 

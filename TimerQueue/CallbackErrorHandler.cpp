@@ -1,4 +1,4 @@
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/CallbackErrorHandler.h"
 
 #include <cstdio>
 #include <exception>
@@ -29,13 +29,5 @@ void ReportCallbackError(const CallbackErrorHandler& handler,
   }
   ReportCallbackErrorToStderr(error);
 }
-
-namespace detail {
-void TerminateDestroyedFromOwnCallback() noexcept {
-  std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
-             stderr);
-  std::terminate();
-}
-}  // namespace detail
 
 }  // namespace timerwheel

@@ -110,11 +110,13 @@ TEST_CASE("a steady stream on loopback causes no spurious retransmission or PTO"
   CHECK(stats.timerArmed[loss] > 0);
   // Real time: the PTO is a few milliseconds here (srtt is tens of microseconds), so a thread that
   // a busy machine, a sanitizer or Wine stalls for longer makes a PTO fire with nothing lost; the
-  // probe is acknowledged, nothing is declared lost, and the stream goes on. Tolerance: at most
-  // one PTO per 1,000 packets sent (loaded runs saw 3 in 6,505). That no PTO fires at all when
-  // nothing stalls is checked exactly, in virtual time, by the simulated-network test "a steady
-  // stream re-arms the loss-detection timer without it firing".
-  CHECK(stats.probeTimeouts <= stats.packetsSent / 1000);
+  // probe is acknowledged, nothing is declared lost (checked exactly above), and the stream goes
+  // on. Tolerance: at most one PTO per 100 packets sent. Under a CPU hog on both cores of a
+  // loaded 2-core machine the worst runs saw 4 in ~6,500 packets (release) and 10 in ~5,000
+  // (asan-ubsan). That no PTO fires at all when nothing stalls is checked exactly, in virtual
+  // time, by the simulated-network test "a steady stream re-arms the loss-detection timer
+  // without it firing".
+  CHECK(stats.probeTimeouts <= stats.packetsSent / 100);
 }
 
 TEST_CASE("1000 connections to one server socket exchange messages concurrently",

@@ -414,6 +414,8 @@ ImpairmentRelay::ImpairmentRelay(boost::asio::io_context& ioContext, const Endpo
   m_state->Start();
 }
 
+// Close throws only if a mutex or a timer is broken, and then std::terminate is the right end.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 ImpairmentRelay::~ImpairmentRelay() { Close(); }
 
 ImpairmentRelay::Endpoint ImpairmentRelay::LocalEndpoint() const {

@@ -42,7 +42,7 @@ class ImpairmentRelay {
   ImpairmentRelay(boost::asio::io_context& ioContext, const Endpoint& listen,
                   const Endpoint& upstream, const ImpairmentProfile& toUpstream,
                   const ImpairmentProfile& toClient, std::uint64_t seed);
-  ~ImpairmentRelay();
+  ~ImpairmentRelay();  // NOLINT(bugprone-exception-escape): see the definition
   ImpairmentRelay(const ImpairmentRelay&) = delete;
   ImpairmentRelay& operator=(const ImpairmentRelay&) = delete;
 

@@ -24,9 +24,14 @@
 #include <utility>
 #include <vector>
 
+#include "Support/DriverFailureFixture.h"
 #include "Support/DriverTraits.h"
+#include "Support/ErrorLog.h"
+#include "Support/FiringLog.h"
 #include "Support/FunctionTimer.h"
+#include "Support/Heartbeat.h"
 #include "Support/ManualTickProvider.h"
+#include "Support/WaitableCount.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 #include "TimerQueue/InvalidTimerHandle.h"
 #include "TimerQueue/SystemTickProvider.h"
@@ -46,252 +51,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto kGenerousWait = 20s;
 constexpr Ticks kDay = 24 * 60 * 60 * 1000;
-
-template <class Future>
-bool Ready(Future& future) {
-  return future.wait_for(kGenerousWait) == std::future_status::ready;
-}
-
-// The driver object behind a harness (HarnessBase::Queue() is the driver itself).
-template <class Driver>
-Driver& DriverOf(HarnessBase<Driver>& harness) {
-  return static_cast<Driver&>(harness.Queue());
-}
-
-// The traits' dispatch policy; the IOCP driver always runs callbacks without its lock.
-template <class Traits, class = void>
-struct PolicyOf {
-  static constexpr DispatchPolicy value = DispatchPolicy::WithoutLock;
-};
-template <class Traits>
-struct PolicyOf<Traits, std::void_t<decltype(Traits::kPolicy)>> {
-  static constexpr DispatchPolicy value = Traits::kPolicy;
-};
-
-// A count that other threads raise and the test waits on.
-class WaitableCount {
- public:
-  void Add(std::size_t n = 1) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_count += n;
-    m_changed.notify_all();  // under the lock: the waiter may destroy this object once woken
-  }
-  bool WaitFor(std::size_t atLeast, std::chrono::milliseconds timeout = kGenerousWait) {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    return m_changed.wait_for(lock, timeout, [&] { return m_count >= atLeast; });
-  }
-  std::size_t Get() {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    return m_count;
-  }
-
- private:
-  std::mutex m_mutex;
-  std::condition_variable m_changed;
-  std::size_t m_count = 0;
-};
-
-// The drivers' error handler: what each reported exception said.
-class ErrorLog {
- public:
-  void operator()(std::exception_ptr error) {
-    std::string text;
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      text = e.what();
-    } catch (int value) {
-      text = "int " + std::to_string(value);
-    } catch (...) {
-      text = "unknown exception";
-    }
-    {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      m_messages.push_back(std::move(text));
-    }
-    m_count.Add();
-  }
-  std::vector<std::string> Messages() {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    return m_messages;
-  }
-  bool WaitFor(std::size_t atLeast) { return m_count.WaitFor(atLeast); }
-
- private:
-  std::mutex m_mutex;
-  std::vector<std::string> m_messages;
-  WaitableCount m_count;
-};
-
-// A queue and the driver running it, reporting to a monitor and an error log that outlive them.
-template <class Traits>
-struct DriverUnderTest {
-  DriverUnderTest(const ITickProvider& ticks, CountingTimerQueueMonitor& monitor, ErrorLog& errors)
-      : queue(Traits::QueueTraits::Make(ticks, &monitor)),
-        harness(*queue, &monitor, [&errors](std::exception_ptr error) { errors(error); }) {}
-
-  std::unique_ptr<typename Traits::QueueTraits::Queue> queue;
-  typename Traits::Harness harness;  // destroyed before the queue
-  ITimerQueue& driver = harness.Queue();
-};
-
-template <class Traits>
-struct FailureFixture {
-  explicit FailureFixture(const ITickProvider& ticks = SystemTickProvider::Instance())
-      : dut(std::make_unique<DriverUnderTest<Traits>>(ticks, monitor, errors)) {}
-
-  CountingTimerQueueMonitor monitor;
-  ErrorLog errors;
-  std::unique_ptr<DriverUnderTest<Traits>> dut;
-  ITimerQueue& driver = dut->driver;
-
-  bool Shutdown() { return dut->harness.Shutdown(kGenerousWait); }
-};
-
-// Every arming ended exactly one way: fired, cancelled, replaced by a set or update, or destroyed
-// while pending (as in the stress test in DriverTests.cpp). Call once nothing is pending.
-void CheckArmingsBalance(const CountingTimerQueueMonitor& m) {
-  const auto armings = m.Set() + m.Updated() + m.OneShotCreated();
-  const auto endings = m.Fired() + m.Cancelled() + m.SetWhilePending() + m.UpdatedWhilePending() +
-                       m.DestroyedWhilePending();
-  CAPTURE(m.Set(), m.Updated(), m.OneShotCreated(), m.Fired(), m.Cancelled(), m.SetWhilePending(),
-          m.UpdatedWhilePending(), m.DestroyedWhilePending());
-  CHECK(armings == endings);
-}
-
-// Waits until a one-shot set now has fired: every expiry detached before it has been dispatched
-// (and every error reported) by then, as long as it is set after, with a later deadline than,
-// everything the test waits for.
-bool FireSentinel(ITimerQueue& driver, Milliseconds timeout) {
-  std::promise<void> fired;
-  FunctionTimer sentinel([&](UserData) { fired.set_value(); });
-  driver.SetOneShotTimer(sentinel, timeout, 0);
-  auto future = fired.get_future();
-  return Ready(future);
-}
-
-// Keeps a driver looking at a manual clock. A driver sleeps in real time for as long as the
-// queue's clock says the next expiry is away, so after the test moves the clock it would not look
-// again for up to kMaximumSleep; a timer always due 1 ms (one slot) from now makes it poll.
-class Heartbeat {
- public:
-  Heartbeat(ITimerQueue& driver, const ITickProvider& ticks)
-      : m_driver(driver), m_ticks(ticks), m_handle(driver.CreateTimer()) {
-    m_driver.SetTimer(m_handle, m_timer, 1, 0);
-  }
-  // Waits until it has fired with the clock at `now` or later. Once every other timer due by then
-  // has fired too, that dispatch has nothing left to run: a shutdown then leaves nothing
-  // undispatched (the heartbeat itself is pending again, not due until the clock moves).
-  bool WaitForBeatAt(Ticks now) {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    return m_beaten.wait_for(lock, kGenerousWait, [&] { return m_lastBeat >= now; });
-  }
-  // Once the driver has shut down (its callback no longer runs).
-  void Destroy() { m_driver.DestroyTimer(m_handle); }
-
- private:
-  void Beat() {
-    m_driver.SetTimer(m_handle, m_timer, 1, 0);
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_lastBeat = m_ticks.GetTickCount();
-    m_beaten.notify_all();
-  }
-
-  ITimerQueue& m_driver;
-  const ITickProvider& m_ticks;
-  TimerHandle m_handle;
-  FunctionTimer m_timer{[this](UserData) { Beat(); }};
-  std::mutex m_mutex;
-  std::condition_variable m_beaten;
-  Ticks m_lastBeat = 0;
-};
-
-// Firings of timers whose firing times the test knows: the index each was set with and the clock
-// when it ran.
-class FiringLog {
- public:
-  struct Entry {
-    UserData index;
-    Ticks at;
-  };
-  void Record(UserData index, Ticks at) {
-    {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      m_entries.push_back({index, at});
-    }
-    m_count.Add();
-  }
-  std::vector<Entry> Entries() {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    return m_entries;
-  }
-  bool WaitFor(std::size_t atLeast) { return m_count.WaitFor(atLeast); }
-
- private:
-  std::mutex m_mutex;
-  std::vector<Entry> m_entries;
-  WaitableCount m_count;
-};
-
-struct PlannedFiring {
-  UserData index;  // set in increasing index order, so ties fire in index order
-  Ticks firesAt;   // when the queue's rules say it fires (the wheel rounds up to a slot)
-};
-
-// Moves the clock through `steps` (absolute times, the first the current one, via `advanceTo`)
-// and after each waits for exactly the planned timers due by then. Then checks that every planned
-// timer fired exactly once, at the first step at or after its firing time (never early, never a
-// step late), in firing order (ties in set order). `log` holds `logged` earlier entries, which are
-// not checked again.
-template <class AdvanceTo>
-void StepClockAndCheck(std::vector<PlannedFiring> planned, const std::vector<Ticks>& steps,
-                       AdvanceTo advanceTo, FiringLog& log, std::size_t logged) {
-  std::stable_sort(
-      planned.begin(), planned.end(),
-      [](const PlannedFiring& a, const PlannedFiring& b) { return a.firesAt < b.firesAt; });
-  for (const Ticks step : steps) {
-    advanceTo(step);
-    const auto due = static_cast<std::size_t>(std::count_if(
-        planned.begin(), planned.end(), [&](const PlannedFiring& p) { return p.firesAt <= step; }));
-    INFO("clock at " << step << ": " << due << " of " << planned.size() << " timers due");
-    REQUIRE(log.WaitFor(logged + due));
-  }
-  REQUIRE(planned.back().firesAt <= steps.back());
-  const std::vector<FiringLog::Entry> entries = log.Entries();
-  REQUIRE(entries.size() == logged + planned.size());
-  std::size_t wrongOrder = 0, wrongTime = 0;
-  std::string firstWrongOrder, firstWrongTime;
-  for (std::size_t i = 0; i < planned.size(); ++i) {
-    const FiringLog::Entry& entry = entries[logged + i];
-    const Ticks expectedAt = *std::lower_bound(steps.begin(), steps.end(), planned[i].firesAt);
-    if (entry.index != planned[i].index) {
-      if (wrongOrder++ == 0) {
-        firstWrongOrder = "position " + std::to_string(i) + " fired timer " +
-                          std::to_string(entry.index) + ", expected " +
-                          std::to_string(planned[i].index);
-      }
-    } else if (entry.at != expectedAt) {
-      if (wrongTime++ == 0) {
-        firstWrongTime = "timer " + std::to_string(entry.index) + " due at " +
-                         std::to_string(planned[i].firesAt) + " fired at " +
-                         std::to_string(entry.at) + ", expected at " + std::to_string(expectedAt);
-      }
-    }
-  }
-  INFO("first out of order: " << firstWrongOrder);
-  INFO("first at the wrong time: " << firstWrongTime);
-  CHECK(wrongOrder == 0);
-  CHECK(wrongTime == 0);
-}
 
 }  // namespace
 
 // 1. Throwing callbacks.
 TEMPLATE_TEST_CASE(
     "callbacks that throw are each reported and every other timer fires exactly once",
-    "[driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+    "[.][realtime][driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   FailureFixture<TestType> f;
   constexpr std::size_t kTimers = 1200;
   constexpr std::size_t kHandles = 800;  // the others are one-shots
@@ -361,7 +128,7 @@ TEMPLATE_TEST_CASE(
 // 2. A callback that blocks (on a latch standing for seconds of work).
 TEMPLATE_TEST_CASE(
     "a blocked callback delays the others; once it returns every due timer fires once",
-    "[driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+    "[.][realtime][driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   FailureFixture<TestType> f;
   const ITickProvider& clock = SystemTickProvider::Instance();
   constexpr bool kSetsWaitForCallbacks = PolicyOf<TestType>::value == DispatchPolicy::WithLockHeld;
@@ -531,7 +298,7 @@ TEMPLATE_TEST_CASE(
 // a destructor, which cannot throw, ends the process (the death test below). The legal way to
 // let go of the last reference from a callback is to hand it to another thread.
 TEMPLATE_TEST_CASE("a callback that waits for its own driver to shut down gets std::logic_error",
-                   "[driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   FailureFixture<TestType> f;
   auto& driverObject = DriverOf(f.dut->harness);
   bool beginShutdownFirst = false;
@@ -570,7 +337,7 @@ TEMPLATE_TEST_CASE("a callback that waits for its own driver to shut down gets s
 }
 
 TEMPLATE_TEST_CASE("a callback holding the last reference to its driver hands the destruction over",
-                   "[driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   using Owner = DriverUnderTest<TestType>;
   CountingTimerQueueMonitor monitor;
   ErrorLog errors;
@@ -675,7 +442,7 @@ ChildOutcome RunInChild(const std::function<void()>& body, std::chrono::millisec
 }  // namespace
 
 TEMPLATE_TEST_CASE("destroying the driver from its own callback ends the process at once",
-                   "[driver][failure][death]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver][failure][death]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   const ChildOutcome outcome = RunInChild(
       [] {
         CountingTimerQueueMonitor monitor;
@@ -826,7 +593,7 @@ TEMPLATE_TEST_CASE("timers pending across the wrap of a 32-bit tick count all fi
 
 // 5. Shutdown in the middle of everything.
 TEMPLATE_TEST_CASE("shutdown while a callback runs and other threads hammer the driver",
-                   "[driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver][failure]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   constexpr bool kSetsWaitForCallbacks = PolicyOf<TestType>::value == DispatchPolicy::WithLockHeld;
   CountingTimerQueueMonitor monitor;
   ErrorLog errors;

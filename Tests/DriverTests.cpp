@@ -15,6 +15,7 @@
 
 #include "Support/DriverTraits.h"
 #include "Support/FunctionTimer.h"
+#include "Support/WaitableCount.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 #include "TimerQueue/SystemTickProvider.h"
 
@@ -26,13 +27,6 @@ using namespace std::chrono_literals;
 static_assert(std::atomic<TimerHandle>::is_always_lock_free, "TimerHandle must be 8-byte aligned");
 
 namespace {
-
-constexpr auto kGenerousWait = 20s;
-
-template <class Future>
-bool Ready(Future& future) {
-  return future.wait_for(kGenerousWait) == std::future_status::ready;
-}
 
 template <class Traits>
 struct DriverFixture {
@@ -62,7 +56,7 @@ struct DriverFixture {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("a driver fires timers on its own thread", "[driver]",
+TEMPLATE_TEST_CASE("a driver fires timers on its own thread", "[.][realtime][driver]",
                    TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   std::promise<std::thread::id> fired;
@@ -80,7 +74,7 @@ TEMPLATE_TEST_CASE("a driver fires timers on its own thread", "[driver]",
   f.ShutdownAndRequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("driver callbacks may call any method of the driver", "[driver]",
+TEMPLATE_TEST_CASE("driver callbacks may call any method of the driver", "[.][realtime][driver]",
                    TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   std::promise<void> done;
@@ -119,7 +113,7 @@ TEMPLATE_TEST_CASE("driver callbacks may call any method of the driver", "[drive
 }
 
 TEMPLATE_TEST_CASE("sets that do not bring the next deadline forward do not wake the thread",
-                   "[driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   FunctionTimer never([](UserData) { FAIL("a long timer fired"); });
   TimerHandle first = f.driver.CreateTimer();
@@ -154,8 +148,8 @@ TEMPLATE_TEST_CASE("sets that do not bring the next deadline forward do not wake
   f.ShutdownAndRequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("a throwing callback is reported and dispatch carries on", "[driver]",
-                   TIMERWHEEL_ALL_DRIVER_TRAITS) {
+TEMPLATE_TEST_CASE("a throwing callback is reported and dispatch carries on",
+                   "[.][realtime][driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   FunctionTimer thrower([](UserData) { throw std::runtime_error("callback failed"); });
   std::promise<void> after;
@@ -172,7 +166,7 @@ TEMPLATE_TEST_CASE("a throwing callback is reported and dispatch carries on", "[
   f.ShutdownAndRequireNoLeak();
 }
 
-TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[driver]",
+TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[.][realtime][driver]",
                    TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   std::atomic<int> fired{0};
@@ -202,7 +196,7 @@ TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[driver
 }
 
 TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers lose no arming",
-                   "[driver][stress]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[.][realtime][driver][stress]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   constexpr std::size_t kTimers = 64;
   constexpr int kWorkers = 2;
@@ -291,8 +285,8 @@ TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers los
   CHECK(m.LiveTimers() == 0);
 }
 
-TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in flight", "[driver]",
-                   TIMERWHEEL_ALL_DRIVER_TRAITS) {
+TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in flight",
+                   "[.][realtime][driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   std::atomic<bool> shutdownReturned{false};
   std::atomic<int> fired{0};
   std::atomic<int> firedAfterShutdown{0};
@@ -321,7 +315,7 @@ TEMPLATE_TEST_CASE("no callback runs after shutdown completes, with expiries in 
   CHECK(firedAfterShutdown.load() == 0);
 }
 
-TEMPLATE_TEST_CASE("the error handler runs without the driver's lock", "[driver]",
+TEMPLATE_TEST_CASE("the error handler runs without the driver's lock", "[.][realtime][driver]",
                    TIMERWHEEL_ALL_DRIVER_TRAITS) {
   DriverFixture<TestType> f;
   // Another thread calls the driver from inside the handler: if the handler held the lock, that

@@ -27,7 +27,7 @@ constexpr int kTimers = 40;
 }  // namespace
 
 TEMPLATE_TEST_CASE("no driver fires a timer before set time plus timeout by the steady clock",
-                   "[driver][never-early]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+                   "[driver][never-early][.][realtime]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
   CountingTimerQueueMonitor monitor;
   auto queue = TestType::QueueTraits::Make(SystemTickProvider::Instance(), &monitor);
   std::array<Clock::time_point, kTimers> setAt{};

@@ -8,15 +8,18 @@
 #include <stdexcept>
 #include <thread>
 
+#include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
+#include "TimerQueue/Detail/MaximumSleep.h"
 #include "TimerQueue/Detail/RunDispatch.h"
 
 namespace timerwheel {
 
-class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
+class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatcher> {
  public:
   using Lock = std::unique_lock<std::recursive_mutex>;
 
-  State(boost::asio::io_context& ioContext, IManageTimerQueue& queue, AsioTimerQueueOptions options)
+  Dispatcher(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
+             AsioTimerQueueOptions options)
       : m_queue(queue), m_options(std::move(options)), m_timer(ioContext) {}
 
   std::recursive_mutex& Mutex() { return m_mutex; }
@@ -66,7 +69,7 @@ class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
     }
     // At most kMaximumSleep: a completion that finds nothing due simply aims again.
     m_timer.expires_after(
-        std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), kMaximumSleep)));
+        std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), detail::kMaximumSleep)));
     m_timer.async_wait([self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
       self->OnTimerCompleted(aim);
     });
@@ -105,69 +108,28 @@ class AsioTimerQueue::State : public std::enable_shared_from_this<State> {
 
 AsioTimerQueue::AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
                                AsioTimerQueueOptions options)
-    : m_state(std::make_shared<State>(ioContext, queue, std::move(options))) {
-  State::Lock lock(m_state->Mutex());
-  m_state->AimIfSooner();  // the queue may already hold timers
+    : AsioTimerQueue(std::make_shared<Dispatcher>(ioContext, queue, std::move(options))) {}
+
+// The dispatcher is made first (above) so that the lock-and-forward layer can take its mutex.
+AsioTimerQueue::AsioTimerQueue(std::shared_ptr<Dispatcher> dispatcher)
+    : LockingTimerQueue(dispatcher->Mutex(), dispatcher->Queue()),
+      m_dispatcher(std::move(dispatcher)) {
+  Lock lock(m_mutex);
+  m_dispatcher->AimIfSooner();  // the queue may already hold timers
 }
 
 AsioTimerQueue::~AsioTimerQueue() {
-  m_state->BeginShutdown();
-  if (m_state->IsDispatchingOnThisThread()) detail::TerminateDestroyedFromOwnCallback();
-  m_state->WaitUntilIdle();
+  m_dispatcher->BeginShutdown();
+  if (m_dispatcher->IsDispatchingOnThisThread()) detail::TerminateDestroyedFromOwnCallback();
+  m_dispatcher->WaitUntilIdle();
 }
 
-TimerHandle AsioTimerQueue::CreateTimer() {
-  State::Lock lock(m_state->Mutex());
-  return m_state->Queue().CreateTimer();
-}
+void AsioTimerQueue::AfterArming() { m_dispatcher->AimIfSooner(); }
 
-bool AsioTimerQueue::TimerIsSet(TimerHandle handle) const {
-  State::Lock lock(m_state->Mutex());
-  return m_state->Queue().TimerIsSet(handle);
-}
-
-bool AsioTimerQueue::SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout,
-                              UserData userData, SetIf setIf) {
-  State::Lock lock(m_state->Mutex());
-  const bool wasPending = m_state->Queue().SetTimer(handle, timer, timeout, userData, setIf);
-  m_state->AimIfSooner();
-  return wasPending;
-}
-
-bool AsioTimerQueue::UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout,
-                                 UserData userData, UpdateIf updateIf, bool* wasUpdated) {
-  State::Lock lock(m_state->Mutex());
-  const bool wasPending =
-      m_state->Queue().UpdateTimer(handle, timer, timeout, userData, updateIf, wasUpdated);
-  m_state->AimIfSooner();
-  return wasPending;
-}
-
-bool AsioTimerQueue::CancelTimer(TimerHandle handle) {
-  State::Lock lock(m_state->Mutex());
-  return m_state->Queue().CancelTimer(handle);
-}
-
-bool AsioTimerQueue::DestroyTimer(TimerHandle& handle) {
-  State::Lock lock(m_state->Mutex());
-  return m_state->Queue().DestroyTimer(handle);
-}
-
-void AsioTimerQueue::SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) {
-  State::Lock lock(m_state->Mutex());
-  m_state->Queue().SetOneShotTimer(timer, timeout, userData);
-  m_state->AimIfSooner();
-}
-
-Milliseconds AsioTimerQueue::GetMaximumTimeout() const {
-  State::Lock lock(m_state->Mutex());
-  return m_state->Queue().GetMaximumTimeout();
-}
-
-void AsioTimerQueue::BeginShutdown() noexcept { m_state->BeginShutdown(); }
+void AsioTimerQueue::BeginShutdown() noexcept { m_dispatcher->BeginShutdown(); }
 
 bool AsioTimerQueue::WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
-  return m_state->WaitForShutdownToComplete(timeout);
+  return m_dispatcher->WaitForShutdownToComplete(timeout);
 }
 
 }  // namespace timerwheel

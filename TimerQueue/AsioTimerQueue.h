@@ -5,25 +5,23 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
 
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/Detail/LockingTimerQueue.h"
+#include "TimerQueue/DriverOptions.h"
 #include "TimerQueue/IManageTimerQueue.h"
-#include "TimerQueue/ITimerQueueMonitor.h"
 
 namespace timerwheel {
 
-struct AsioTimerQueueOptions {
-  DispatchPolicy dispatchPolicy = DispatchPolicy::WithoutLock;
-  CallbackErrorHandler onCallbackError;   // empty: ReportCallbackErrorToStderr
-  ITimerQueueMonitor* monitor = nullptr;  // receives OnDispatchWakeUp; not owned
-};
+using AsioTimerQueueOptions = LockingDriverOptions;
 
 // One boost::asio::steady_timer is kept aimed at the queue's next expiry; when it completes, its
 // handler dispatches everything due (on whichever thread runs the io_context) and re-aims it.
 //
 // Ground rules (locking):
 //  - One recursive mutex guards the underlying queue and the steady_timer; every ITimerQueue
-//    call takes it, from any thread. Callbacks under DispatchPolicy::WithLockHeld may call back in.
+//    call takes it, from any thread (detail::LockingTimerQueue, as for the other drivers).
+//    Callbacks under DispatchPolicy::WithLockHeld may call back in.
 //  - At most one dispatch runs at a time, even with many io_context threads: the steady_timer is
 //    not re-aimed while a dispatch is in progress; the dispatcher re-aims it when it ends.
 //  - Under WithoutLock, callbacks run without the mutex (Begin and End hold it).
@@ -36,7 +34,7 @@ struct AsioTimerQueueOptions {
 // Shutdown: BeginShutdown cancels the steady_timer; timers still pending never fire (they stay in
 // the underlying queue). After WaitForShutdownToComplete returns true no callback is running or
 // will run. The destructor does both; destroy the driver before the io_context and the queue.
-class AsioTimerQueue final : public ITimerQueue {
+class AsioTimerQueue final : public detail::LockingTimerQueue<std::recursive_mutex> {
  public:
   AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
                  AsioTimerQueueOptions options = {});
@@ -45,24 +43,19 @@ class AsioTimerQueue final : public ITimerQueue {
   AsioTimerQueue(const AsioTimerQueue&) = delete;
   AsioTimerQueue& operator=(const AsioTimerQueue&) = delete;
 
-  TimerHandle CreateTimer() override;
-  bool TimerIsSet(TimerHandle handle) const override;
-  bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
-                SetIf setIf = SetIf::Always) override;
-  bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
-                   UpdateIf updateIf = UpdateIf::Always, bool* wasUpdated = nullptr) override;
-  bool CancelTimer(TimerHandle handle) override;
-  bool DestroyTimer(TimerHandle& handle) override;
-  void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override;
-  Milliseconds GetMaximumTimeout() const override;
-
   void BeginShutdown() noexcept;
   // True once no callback is running; throws std::logic_error from a callback.
   bool WaitForShutdownToComplete(std::chrono::milliseconds timeout);
 
  private:
-  class State;
-  std::shared_ptr<State> m_state;
+  // The steady_timer, the mutex and the dispatch: shared with the io_context's handlers, which
+  // keep it alive after the driver is gone.
+  class Dispatcher;
+
+  explicit AsioTimerQueue(std::shared_ptr<Dispatcher> dispatcher);
+  void AfterArming() override;
+
+  std::shared_ptr<Dispatcher> m_dispatcher;
 };
 
 }  // namespace timerwheel

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "TimerQueue/Detail/DispatchThread.h"
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/DriverOptions.h"
 
 // No Windows header here: <windows.h> included from a library header decides, for the whole
 // translation unit, whether <winsock.h> comes in (which breaks a later <winsock2.h> or Boost.Asio)
@@ -20,12 +20,10 @@ struct _OVERLAPPED;  // NOLINT(bugprone-reserved-identifier): the Windows SDK's 
 
 namespace timerwheel {
 
-struct IocpTimerQueueOptions {
+struct IocpTimerQueueOptions : DriverOptions {
   // Callbacks one worker runs per packet before re-posting it, so that timer work and I/O
   // completions take turns on the port.
   std::size_t callbacksPerPacket = 64;
-  CallbackErrorHandler onCallbackError;   // empty: ReportCallbackErrorToStderr
-  ITimerQueueMonitor* monitor = nullptr;  // receives OnDispatchWakeUp; not owned
 };
 
 // A timer thread sleeps until the next expiry, detaches everything due (Begin) and posts one

@@ -4,15 +4,11 @@
 #include <memory>
 
 #include "TimerQueue/Detail/DispatchThread.h"
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/DriverOptions.h"
 
 namespace timerwheel {
 
-struct ThreadedTimerQueueOptions {
-  DispatchPolicy dispatchPolicy = DispatchPolicy::WithoutLock;
-  CallbackErrorHandler onCallbackError;   // empty: ReportCallbackErrorToStderr
-  ITimerQueueMonitor* monitor = nullptr;  // receives OnDispatchWakeUp; not owned
-};
+using ThreadedTimerQueueOptions = LockingDriverOptions;
 
 // Makes a timer queue usable from any thread: every ITimerQueue call takes one lock, and a thread
 // of its own sleeps until the next expiry and runs the callbacks.

@@ -13,12 +13,11 @@ include(CMakePackageConfigHelpers)
 
 set(TIMERWHEEL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/TimerWheel")
 
-# Only the libraries that exist so far (the names of the targets, not of their
-# exports: TimerQueueAsio is exported as TimerWheel::AsioTimerQueue).
+# Only the libraries that exist so far (each exported as TimerWheel::<target>).
 set(_timerwheel_targets "")
 # UdpSocketSetup is ReliableUDP's private dependency: exported (a static library's
 # $<LINK_ONLY:...> needs it), its header not installed.
-foreach(_target IN ITEMS TimerQueue TimerQueueAsio TimerWheel ReliableUdpEngine UdpSocketSetup ReliableUDP)
+foreach(_target IN ITEMS TimerQueue AsioTimerQueue TimerWheel ReliableUdpEngine UdpSocketSetup ReliableUDP)
   if(TARGET ${_target})
     list(APPEND _timerwheel_targets ${_target})
   endif()

@@ -2,8 +2,14 @@
 #
 # Turns on the project's warning set for one target. Warnings are a property of
 # our own targets, never of CMAKE_CXX_FLAGS, so projects that consume TimerWheel
-# do not inherit them, and nothing is ever made an error here (use
-# -DCMAKE_COMPILE_WARNING_AS_ERROR=ON, CMake >= 3.24, for that).
+# do not inherit them.
+#
+# TIMERWHEEL_WARNINGS_AS_ERRORS (default OFF, so a newer compiler's new warning
+# never breaks someone else's build) makes them errors: -Werror or /WX. Every
+# preset that tools/test builds turns it on (CMakePresets.json, the hidden
+# preset "warnings-as-errors"), so CI fails on any warning.
+option(TIMERWHEEL_WARNINGS_AS_ERRORS "Treat the project's compiler warnings as errors" OFF)
+
 function(timerwheel_target_warnings target)
   get_target_property(_type ${target} TYPE)
   if(_type STREQUAL "INTERFACE_LIBRARY")
@@ -11,7 +17,13 @@ function(timerwheel_target_warnings target)
   endif()
   if(MSVC)
     target_compile_options(${target} PRIVATE /W4 /permissive-)
+    if(TIMERWHEEL_WARNINGS_AS_ERRORS)
+      target_compile_options(${target} PRIVATE /WX)
+    endif()
   elseif(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+    if(TIMERWHEEL_WARNINGS_AS_ERRORS)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
   endif()
 endfunction()

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "Transport/DeliveryTrackingTransport.h"
+
 namespace timerwheel::perf {
 namespace {
 
@@ -58,7 +60,7 @@ ENetAddress Loopback(std::uint16_t port) {
   return address;
 }
 
-class EnetTransport final : public ITransportUnderTest {
+class EnetTransport final : public DeliveryTrackingTransport {
  public:
   EnetTransport() { InitializeEnet(); }
   ~EnetTransport() override { Stop(); }
@@ -119,13 +121,6 @@ class EnetTransport final : public ITransportUnderTest {
     }
     enet_packet_destroy(packet);
     return false;
-  }
-
-  bool Flush(int timeoutMs) override {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
-                       [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
-    return m_messagesDelivered >= m_messagesSent;
   }
 
   TransportCounters ClientCounters() override {
@@ -304,14 +299,10 @@ class EnetTransport final : public ITransportUnderTest {
   std::atomic<std::uint64_t> m_packetsSent{0};
   std::atomic<std::uint64_t> m_retransmissions{0};
 
-  // Shared between the benchmark's thread and both ENet threads.
-  std::mutex m_mutex;
-  std::condition_variable m_changed;  // bytes acknowledged, messages delivered, the peer failed
-  std::vector<ENetPacket*> m_queue;   // created by Send, not yet given to enet_peer_send
-  std::size_t m_pendingBytes = 0;     // m_queue plus what ENet holds unacknowledged
-  std::uint64_t m_messagesSent = 0;
-  std::uint64_t m_messagesDelivered = 0;
-  bool m_failed = false;
+  // Shared between the benchmark's thread and both ENet threads, under m_mutex; m_changed is
+  // also notified when bytes are acknowledged.
+  std::vector<ENetPacket*> m_queue;  // created by Send, not yet given to enet_peer_send
+  std::size_t m_pendingBytes = 0;    // m_queue plus what ENet holds unacknowledged
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ReliableUDP/Endpoint.h"
+#include "Transport/DeliveryTrackingTransport.h"
 #include "Transport/IoThread.h"
 
 namespace timerwheel::perf {
@@ -37,7 +38,7 @@ Udp::endpoint Loopback(std::uint16_t port) {
   return {boost::asio::ip::address_v4::loopback(), port};
 }
 
-class ReliableUdpTransport final : public ITransportUnderTest {
+class ReliableUdpTransport final : public DeliveryTrackingTransport {
  public:
   ReliableUdpTransport(rudp::EndpointOptions options, std::string name)
       : m_options(options), m_name(std::move(name)), m_buffers(kMaxOutstandingSends) {
@@ -128,13 +129,6 @@ class ReliableUdpTransport final : public ITransportUnderTest {
     return true;
   }
 
-  bool Flush(int timeoutMs) override {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
-                       [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
-    return m_messagesDelivered >= m_messagesSent;
-  }
-
   TransportCounters ClientCounters() override {
     if (m_stopped) return m_finalCounters;
     if (!m_clientConnection) return {};
@@ -218,13 +212,9 @@ class ReliableUdpTransport final : public ITransportUnderTest {
   bool m_stopped = false;
   TransportCounters m_finalCounters;
 
-  // Shared between the benchmark's thread and both io threads.
-  std::mutex m_mutex;
-  std::condition_variable m_changed;  // a slot freed, a message delivered, the client ended
+  // Shared between the benchmark's thread and both io threads, under m_mutex; m_changed is also
+  // notified when a slot is freed and when the client has ended.
   std::vector<std::size_t> m_freeBuffers;
-  std::uint64_t m_messagesSent = 0;
-  std::uint64_t m_messagesDelivered = 0;
-  bool m_failed = false;
   bool m_stopping = false;
   bool m_clientClosed = false;
 };

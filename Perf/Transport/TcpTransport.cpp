@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "Transport/DeliveryTrackingTransport.h"
 #include "Transport/IoThread.h"
 
 namespace timerwheel::perf {
@@ -41,7 +42,7 @@ Tcp::endpoint Loopback(std::uint16_t port) {
   return {boost::asio::ip::address_v4::loopback(), port};
 }
 
-class TcpTransport final : public ITransportUnderTest {
+class TcpTransport final : public DeliveryTrackingTransport {
  public:
   TcpTransport() = default;
   ~TcpTransport() override { Stop(); }
@@ -111,13 +112,6 @@ class TcpTransport final : public ITransportUnderTest {
       boost::asio::post(m_clientIo->Io(), [this] { WriteNext(); });
     }
     return true;
-  }
-
-  bool Flush(int timeoutMs) override {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    m_changed.wait_for(lock, std::chrono::milliseconds(timeoutMs),
-                       [this] { return m_failed || m_messagesDelivered >= m_messagesSent; });
-    return m_messagesDelivered >= m_messagesSent;
   }
 
   TransportCounters ClientCounters() override {
@@ -237,16 +231,12 @@ class TcpTransport final : public ITransportUnderTest {
   bool m_connected = false;  // benchmark thread
   bool m_stopped = false;    // benchmark thread
 
-  // Shared between the benchmark's thread and both io threads.
-  std::mutex m_mutex;
-  std::condition_variable m_changed;    // bytes written, messages delivered, a write failed
+  // Shared between the benchmark's thread and both io threads, under m_mutex; m_changed is also
+  // notified when bytes are written.
   std::vector<std::uint8_t> m_pending;  // framed, not yet handed to a write
   std::size_t m_queuedBytes = 0;        // m_pending plus the write in progress
   bool m_writing = false;               // a WriteNext is posted or its write is in progress
   std::uint64_t m_wireBytesSent = 0;
-  std::uint64_t m_messagesSent = 0;
-  std::uint64_t m_messagesDelivered = 0;
-  bool m_failed = false;
 };
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace timerwheel::rudp::detail {
 // high-water mark and keeps it). Not thread-safe: the endpoint's lock guards it.
 class ChunkPool {
  public:
-  static constexpr std::size_t kChunkSize = 16 * 1024;
+  static constexpr std::size_t kChunkSize = std::size_t{16} * 1024;
 
   ChunkPool() = default;
   ChunkPool(const ChunkPool&) = delete;

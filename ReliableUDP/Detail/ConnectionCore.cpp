@@ -23,7 +23,6 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
                                const Address& remote, ConnectionSlot slot)
     : m_context(context),
       m_role(role),
-      m_phase(Phase::Connecting),
       m_localId(localId),
       m_remote(remote),
       m_slot(slot),

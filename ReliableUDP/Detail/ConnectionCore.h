@@ -196,7 +196,7 @@ class ConnectionCore final : private IPacketFate {
 
   EndpointContext& m_context;
   const Role m_role;
-  Phase m_phase;
+  Phase m_phase = Phase::Connecting;
   const ConnectionId m_localId;
   ConnectionId m_peerId = 0;
   Address m_remote;

@@ -213,7 +213,8 @@ Udp::endpoint RelayAddress(const ImpairmentRelay& relay) {
 
 }  // namespace
 
-TEST_CASE("ImpairmentRelay without impairment relays every datagram of two clients", "[relay]") {
+TEST_CASE("ImpairmentRelay without impairment relays every datagram of two clients",
+          "[.][realtime][relay]") {
   IoThreads threads(2);
   EchoServer echo(threads.Io());
   ImpairmentRelay relay(threads.Io(), kAnyLoopback, echo.Endpoint(), {}, {}, 1);
@@ -241,7 +242,7 @@ TEST_CASE("ImpairmentRelay without impairment relays every datagram of two clien
   echo.Close();
 }
 
-TEST_CASE("ImpairmentRelay delays each direction", "[relay]") {
+TEST_CASE("ImpairmentRelay delays each direction", "[.][realtime][relay]") {
   IoThreads threads(2);
   EchoServer echo(threads.Io());
   ImpairmentProfile delayed;
@@ -260,7 +261,8 @@ TEST_CASE("ImpairmentRelay delays each direction", "[relay]") {
   echo.Close();
 }
 
-TEST_CASE("ImpairmentRelay SetProfiles with total loss upstream stops the echoes", "[relay]") {
+TEST_CASE("ImpairmentRelay SetProfiles with total loss upstream stops the echoes",
+          "[.][realtime][relay]") {
   IoThreads threads(2);
   EchoServer echo(threads.Io());
   ImpairmentRelay relay(threads.Io(), kAnyLoopback, echo.Endpoint(), {}, {}, 3);
@@ -293,7 +295,7 @@ TEST_CASE("ImpairmentRelay SetProfiles with total loss upstream stops the echoes
   echo.Close();
 }
 
-TEST_CASE("ImpairmentRelay Close drops what waits and is idempotent", "[relay]") {
+TEST_CASE("ImpairmentRelay Close drops what waits and is idempotent", "[.][realtime][relay]") {
   IoThreads threads(2);
   EchoServer echo(threads.Io());
   ImpairmentProfile slow;

@@ -78,7 +78,7 @@ bool WaitFor(const std::shared_ptr<MessageStream>& stream, std::chrono::seconds 
 TEST_CASE(
     "through the relay every message arrives once in order and intact despite loss "
     "reordering duplication and corruption",
-    "[rudp][relay]") {
+    "[.][realtime][rudp][relay]") {
   const double loss = GENERATE(0.01, 0.05, 0.10, 0.30);
   CAPTURE(loss);
   relay::ImpairmentProfile profile;
@@ -118,7 +118,7 @@ TEST_CASE(
 }
 
 TEST_CASE("through the relay a link that fails one way ends both sides with TimedOut",
-          "[rudp][relay][liveness]") {
+          "[.][realtime][rudp][relay][liveness]") {
   relay::ImpairmentProfile clean;
   clean.delay = 1'000;
   rudp::EndpointOptions options;
@@ -153,7 +153,7 @@ TEST_CASE("through the relay a link that fails one way ends both sides with Time
 TEST_CASE(
     "200 MB through a relay with loss reordering duplication and corruption arrive with "
     "the same SHA-256",
-    "[rudp][relay][integrity]") {
+    "[.][realtime][rudp][relay][integrity]") {
   // The known-path profile: at 10 % random loss NewReno would take minutes (see
   // Perf/RESULTS.md); integrity does not depend on the congestion controller.
 #if defined(__SANITIZE_THREAD__) || defined(_WIN32)

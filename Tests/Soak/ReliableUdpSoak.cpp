@@ -266,7 +266,12 @@ int main(int argc, char** argv) {
     }
     const auto start = Clock::now();
     const auto end = start + std::chrono::duration<double>(minutes * 60);
+    // Memory is judged in two windows after a warm-up quarter: the peak of the second quarter and
+    // the peak of the second half. A leak climbs from one to the other; a one-off step (a stall on
+    // a busy machine fills the bounded send queues once, and the allocator keeps the pages) does
+    // not, as long as it happens before the second half.
     const auto warm = start + std::chrono::duration<double>(minutes * 60 / 4);
+    const auto half = start + std::chrono::duration<double>(minutes * 60 / 2);
     std::size_t warmRss = 0, peakAfterWarm = 0;
     std::printf("%8s %8s %10s %12s %12s %10s %10s\n", "seconds", "open", "RSS MB", "messages", "MB",
                 "timers", "problems");
@@ -274,9 +279,10 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::seconds(5));  // sampling period, not synchronisation
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       const std::size_t rss = ResidentBytes();
-      if (Clock::now() >= warm) {
-        if (warmRss == 0) warmRss = rss;
+      if (Clock::now() >= half) {
         peakAfterWarm = std::max(peakAfterWarm, rss);
+      } else if (Clock::now() >= warm) {
+        warmRss = std::max(warmRss, rss);
       }
       std::printf(
           "%8.0f %8llu %10.1f %12llu %12.1f %10llu %10llu\n", seconds,
@@ -300,8 +306,8 @@ int main(int argc, char** argv) {
     const double growth =
         warmRss > 0 ? static_cast<double>(peakAfterWarm) / static_cast<double>(warmRss) : 1;
     std::printf(
-        "connections %zu of %zu, messages %llu (%.1f MB), RSS after warm-up %.1f MB, "
-        "peak %.1f MB (x%.3f), problems %llu\n",
+        "connections %zu of %zu, messages %llu (%.1f MB), RSS peak in the second quarter %.1f MB, "
+        "in the second half %.1f MB (x%.3f), problems %llu\n",
         open, connections, static_cast<unsigned long long>(g_messages.load()),
         static_cast<double>(g_bytes.load()) / 1e6, static_cast<double>(warmRss) / 1e6,
         static_cast<double>(peakAfterWarm) / 1e6, growth,
@@ -311,7 +317,7 @@ int main(int argc, char** argv) {
       std::printf("FAIL: %zu connections open at the end, expected %zu\n", open, connections);
       status = 1;
     }
-    // Warm-up ends at a quarter of the run; after it the footprint may wobble, not climb.
+    // After the warm-up the footprint may wobble, not climb.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     // ASan's quarantine and TSan's shadow memory grow with the run whatever the program does:
     // under them the soak checks messages and timers, and reports memory without judging it.

@@ -11,6 +11,7 @@
 
 #include "Support/QueueTraits.h"
 #include "TimerQueue/AsioTimerQueue.h"
+#include "TimerQueue/CallbackErrorHandler.h"
 #include "TimerQueue/DispatchPolicy.h"
 #include "TimerQueue/ThreadedTimerQueue.h"
 #ifdef _WIN32

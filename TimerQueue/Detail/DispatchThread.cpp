@@ -14,7 +14,8 @@
 #include <windows.h>
 #endif
 
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
+#include "TimerQueue/Detail/MaximumSleep.h"
 
 namespace timerwheel::detail {
 

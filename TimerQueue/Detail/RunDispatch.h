@@ -3,6 +3,7 @@
 
 #include <exception>
 
+#include "TimerQueue/CallbackErrorHandler.h"
 #include "TimerQueue/DispatchPolicy.h"
 #include "TimerQueue/IManageTimerQueue.h"
 

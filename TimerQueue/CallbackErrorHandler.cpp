@@ -1,11 +1,11 @@
-#include "TimerQueue/DispatchPolicy.h"
+#include "TimerQueue/CallbackErrorHandler.h"
 
 #include <cstdio>
 #include <exception>
 
 namespace timerwheel {
 
-void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept {
+void ReportCallbackErrorToStderr(const std::exception_ptr& error) noexcept {
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {
@@ -17,7 +17,8 @@ void ReportCallbackErrorToStderr(std::exception_ptr error) noexcept {
   }
 }
 
-void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr error) noexcept {
+void ReportCallbackError(const CallbackErrorHandler& handler,
+                         const std::exception_ptr& error) noexcept {
   if (handler) {
     try {
       handler(error);
@@ -28,13 +29,5 @@ void ReportCallbackError(const CallbackErrorHandler& handler, std::exception_ptr
   }
   ReportCallbackErrorToStderr(error);
 }
-
-namespace detail {
-void TerminateDestroyedFromOwnCallback() noexcept {
-  std::fputs("TimerWheel: a timer driver was destroyed from its own callback (see ITimer.h)\n",
-             stderr);
-  std::terminate();
-}
-}  // namespace detail
 
 }  // namespace timerwheel

@@ -1,0 +1,27 @@
+// The bulk workload: 1200-byte messages as fast as the transport takes them, through the relay;
+// goodput, wire bytes per application byte and CPU per megabyte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "Relay/ImpairmentProfile.h"
+#include "TransportBenchmark/Paths.h"
+
+namespace timerwheel::perf {
+
+struct BulkRow {
+  std::string transport;
+  std::string path;
+  double loss = 0;
+  double goodputMBps = 0;
+  double wirePerAppByte = 0;
+  double cpuMsPerMB = 0;
+  std::uint64_t retransmissions = 0;
+  std::uint64_t queueDrops = 0;  // at the relay's rate-limited queue
+};
+
+BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
+                std::uint64_t seed, double seconds);
+
+}  // namespace timerwheel::perf

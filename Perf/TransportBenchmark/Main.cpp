@@ -1,0 +1,47 @@
+// The transport benchmark: ReliableUDP side by side with ENet and TCP, through the impairment
+// relay, in one run on one machine; then many connections on one ReliableUDP server socket with
+// the TimerWheel and with the TimerQueue as its timer queue.
+//
+// Usage: TransportBenchmark [--quick | --full] [--results DIR] [--only latency|bulk|many]...
+//                           [--idle N]...
+//   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
+//   --quick  a smoke run for the test command (well under a minute; numbers mean little)
+//   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
+//   --only   run just these parts (default: all three)
+//   --idle   just this many idle connections in the many part (repeatable; no active run)
+// Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
+//   (the client side of the many-connections workload, run as a child process so that the
+//   server's CPU and memory are measured alone)
+//
+// Linux only (fork/exec, /proc, getrusage), like TimerWheelBenchmark.
+//
+// The parts: Settings (the command line), the three workloads (LatencyWorkload, BulkWorkload,
+// ManyConnectionsWorkload) over Paths (the transports and the relay) with Measure, and Report
+// (the tables, CSV files and plots).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "TransportBenchmark/ManyConnectionsWorkload.h"
+#include "TransportBenchmark/Report.h"
+#include "TransportBenchmark/Settings.h"
+
+using namespace timerwheel::perf;
+
+int main(int argc, char** argv) {
+  if (argc == 6 && std::strcmp(argv[1], "--clients") == 0) {
+    return RunClients(static_cast<std::uint16_t>(std::atoi(argv[2])),
+                      static_cast<std::size_t>(std::atoll(argv[3])), std::atof(argv[4]),
+                      std::atof(argv[5]));
+  }
+  Settings settings;
+  if (!ParseSettings(argc, argv, settings)) return 2;
+  std::system(("mkdir -p '" + settings.results + "'").c_str());
+  const std::vector<double>& losses = settings.losses;
+
+  if (settings.Runs("latency")) RunLatencyTable(settings, losses);
+  if (settings.Runs("bulk")) RunBulkTable(settings, losses);
+  if (settings.Runs("many")) RunManyTable(settings);
+  return 0;
+}

@@ -1,0 +1,265 @@
+#include "TransportBenchmark/ManyConnectionsWorkload.h"
+
+#include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ReliableUDP/Endpoint.h"
+#include "TimerQueue/CountingTimerQueueMonitor.h"
+
+namespace timerwheel::perf {
+
+using Udp = boost::asio::ip::udp;
+
+int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread thread([&] { io.run(); });
+  int exitCode = 0;
+  {
+    rudp::EndpointOptions options;
+    options.maxConnections = count + 10;
+    rudp::Endpoint endpoint(io, Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),
+                            options);
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<std::shared_ptr<rudp::Connection>> connections;
+    std::size_t failed = 0;
+    const Udp::endpoint server(boost::asio::ip::make_address_v4("127.0.0.1"), port);
+    // Connect in batches so the server's accept backlog is never the bottleneck.
+    for (std::size_t i = 0; i < count; ++i) {
+      endpoint.AsyncConnect(server,
+                            [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+                              std::lock_guard<std::mutex> lock(mutex);
+                              if (ec) {
+                                ++failed;
+                              } else {
+                                connections.push_back(std::move(c));
+                              }
+                              changed.notify_all();
+                            });
+      if (i % 500 == 499) {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait_for(lock, std::chrono::seconds(30),
+                         [&] { return connections.size() + failed >= i + 1; });
+      }
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait_for(lock, std::chrono::seconds(60),
+                       [&] { return connections.size() + failed == count; });
+      if (failed > 0) std::fprintf(stderr, "clients: %zu connections failed\n", failed);
+    }
+    const auto start = Clock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    if (rate > 0) {
+      // Round-robin over the connections so each sends `rate` per second, evenly spread.
+      const double perSecond = rate * static_cast<double>(connections.size());
+      std::vector<std::uint8_t> message(64, 0);
+      std::uint64_t n = 0;
+      while (Clock::now() < end) {
+        std::this_thread::sleep_until(start + std::chrono::duration<double>(n / perSecond));
+        const std::uint64_t stamp = NowMicroseconds();
+        auto buffer = std::make_shared<std::vector<std::uint8_t>>(message);
+        std::memcpy(buffer->data(), &stamp, 8);
+        auto& connection = connections[n % connections.size()];
+        connection->AsyncSend(boost::asio::buffer(*buffer), [buffer](boost::system::error_code) {});
+        ++n;
+      }
+    } else {
+      std::this_thread::sleep_until(end);
+    }
+    connections.clear();
+    endpoint.Close();
+  }
+  work.reset();
+  thread.join();
+  return exitCode;
+}
+
+namespace {
+
+// The server's own figures over the measurement window: which timers fired, and why.
+struct ServerWindowTotals {
+  std::uint64_t fired[rudp::kTimerKindCount] = {};
+  std::uint64_t probeTimeouts = 0;
+  std::uint64_t packetsLost = 0;
+  rudp::EndpointStatistics endpoint;
+  void Add(const rudp::ConnectionStatistics& statistics) {
+    for (unsigned kind = 0; kind < rudp::kTimerKindCount; ++kind) {
+      fired[kind] += statistics.timerFired[kind];
+    }
+    probeTimeouts += statistics.probeTimeouts;
+    packetsLost += statistics.packetsLost;
+  }
+  void PrintSince(const ServerWindowTotals& before, const std::string& queue,
+                  std::size_t count) const {
+    const auto delta = [](std::uint64_t after, std::uint64_t earlier) {
+      return static_cast<unsigned long long>(after - std::min(after, earlier));
+    };
+    std::fprintf(stderr,
+                 "many: %s %zu: server timers fired in the window (loss detection, delayed ACK, "
+                 "pacing, keepalive, idle): %llu %llu %llu %llu %llu; PTOs %llu, packets lost "
+                 "%llu, datagrams in %llu out %llu, send would-block %llu\n",
+                 queue.c_str(), count, delta(fired[0], before.fired[0]),
+                 delta(fired[1], before.fired[1]), delta(fired[2], before.fired[2]),
+                 delta(fired[3], before.fired[3]), delta(fired[4], before.fired[4]),
+                 delta(probeTimeouts, before.probeTimeouts), delta(packetsLost, before.packetsLost),
+                 delta(endpoint.datagramsReceived, before.endpoint.datagramsReceived),
+                 delta(endpoint.datagramsSent, before.endpoint.datagramsSent),
+                 delta(endpoint.sendWouldBlock, before.endpoint.sendWouldBlock));
+  }
+};
+
+pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
+  const std::string portText = std::to_string(port), countText = std::to_string(count),
+                    rateText = std::to_string(rate), secondsText = std::to_string(seconds);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/proc/self/exe", "TransportBenchmark", "--clients", portText.c_str(), countText.c_str(),
+          rateText.c_str(), secondsText.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window) {
+  ManyRow row;
+  row.queue = queueKind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap";
+  row.connections = count;
+  row.rate = rate;
+  CountingTimerQueueMonitor monitor;
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread thread([&] { io.run(); });
+  {
+    rudp::EndpointOptions options;
+    options.acceptIncoming = true;
+    options.timerQueue = queueKind;
+    options.timerMonitor = &monitor;
+    options.maxConnections = count + 10;
+    options.acceptBacklog = count + 10;
+    // Measured once the endpoint (and its timer wheel's slot ring) exists: what follows is
+    // per connection.
+    rudp::Endpoint server(io, Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),
+                          options);
+    const std::size_t rssBefore = ResidentBytes();
+    const std::size_t heapBefore = mallinfo2().uordblks;
+    std::mutex mutex;
+    std::vector<double> latencies;
+    latencies.reserve(static_cast<std::size_t>(rate * static_cast<double>(count) * window * 2));
+    std::atomic<std::uint64_t> received{0};
+    std::vector<std::shared_ptr<rudp::Connection>> accepted;
+    struct Reader : std::enable_shared_from_this<Reader> {
+      std::shared_ptr<rudp::Connection> connection;
+      std::vector<std::uint8_t> buffer;
+      std::function<void(const std::vector<std::uint8_t>&)> onMessage;
+      void Next() {
+        auto self = shared_from_this();
+        connection->AsyncReceive(buffer, [self](boost::system::error_code ec) {
+          if (ec) return;
+          self->onMessage(self->buffer);
+          self->Next();
+        });
+      }
+    };
+    std::function<void()> accept = [&] {
+      server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+        if (ec) return;
+        auto reader = std::make_shared<Reader>();
+        reader->connection = c;
+        reader->onMessage = [&](const std::vector<std::uint8_t>& message) {
+          if (message.size() < 8) return;
+          std::uint64_t stamp = 0;
+          std::memcpy(&stamp, message.data(), 8);
+          const double ms = static_cast<double>(NowMicroseconds() - stamp) / 1000.0;
+          ++received;
+          std::lock_guard<std::mutex> lock(mutex);
+          latencies.push_back(ms);
+        };
+        reader->Next();
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          accepted.push_back(std::move(c));
+        }
+        accept();
+      });
+    };
+    accept();
+    const double settle = 3.0;
+    const pid_t child = SpawnClients(server.LocalEndpoint().port(), count, rate,
+                                     window + settle + 30.0 + static_cast<double>(count) / 2000.0);
+    const auto connectDeadline = Clock::now() + std::chrono::seconds(120);
+    while (server.GetStatistics().connectionsOpen < count && Clock::now() < connectDeadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a counter
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      latencies.clear();
+    }
+    // What the server's connections did in the window, to explain the timers/s column.
+    const auto serverTotals = [&] {
+      ServerWindowTotals totals;
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const auto& connection : accepted) totals.Add(connection->GetStatistics());
+      totals.endpoint = server.GetStatistics();
+      return totals;
+    };
+    const ServerWindowTotals totalsBefore = serverTotals();
+    const std::uint64_t receivedBefore = received;
+    const auto firedBefore = monitor.Fired();
+    const double cpuBefore = ProcessCpuSeconds();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window));
+    const double cpu = ProcessCpuSeconds() - cpuBefore;
+    const auto fired = monitor.Fired() - firedBefore;
+    const std::uint64_t messages = received - receivedBefore;
+    const std::size_t rssAfter = ResidentBytes();
+    const std::size_t heapAfter = mallinfo2().uordblks;
+    const std::size_t open = server.GetStatistics().connectionsOpen;
+    row.cpuPercent = 100.0 * cpu / window;
+    if (open > 0) {
+      // Includes the benchmark's own per-connection reader (a Connection handle, a receive
+      // buffer and a closure): what any application would hold.
+      row.bytesPerConnection = static_cast<double>(heapAfter - std::min(heapAfter, heapBefore)) /
+                               static_cast<double>(open);
+      row.residentPerConnection =
+          static_cast<double>(rssAfter - std::min(rssAfter, rssBefore)) / static_cast<double>(open);
+    }
+    row.timerFiringsPerSecond = static_cast<double>(fired) / window;
+    row.cpuMicrosecondsPerMessage = messages > 0 ? cpu * 1e6 / static_cast<double>(messages) : 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      row.latencyMs = ComputePercentiles(latencies);
+    }
+    serverTotals().PrintSince(totalsBefore, row.queue, count);
+    if (open != count) std::fprintf(stderr, "many: only %zu of %zu connected\n", open, count);
+    kill(child, SIGTERM);
+    int status = 0;
+    waitpid(child, &status, 0);
+    server.Close();
+  }
+  work.reset();
+  thread.join();
+  return row;
+}
+
+}  // namespace timerwheel::perf

@@ -1,0 +1,33 @@
+// The many-connections workload: `count` ReliableUDP connections (clients in a child process) to
+// one server socket with the wheel or the heap as its timer queue; the server's CPU, memory per
+// connection, timer firings and latency.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ReliableUDP/EndpointOptions.h"
+#include "TransportBenchmark/Measure.h"
+
+namespace timerwheel::perf {
+
+// The client side, run in the child process (TransportBenchmark --clients ...): `count`
+// connections to 127.0.0.1:port, each sending `rate` messages per second (0: idle) for `seconds`.
+int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds);
+
+struct ManyRow {
+  std::string queue;
+  std::size_t connections = 0;
+  double rate = 0;  // messages per second per connection
+  double cpuPercent = 0;
+  double bytesPerConnection = 0;     // heap in use (mallinfo2), per connection
+  double residentPerConnection = 0;  // growth of the resident set, per connection
+  double timerFiringsPerSecond = 0;
+  double cpuMicrosecondsPerMessage = 0;
+  Percentiles latencyMs;
+};
+
+ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window);
+
+}  // namespace timerwheel::perf

@@ -1,0 +1,189 @@
+#include "TransportBenchmark/Report.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "TransportBenchmark/BulkWorkload.h"
+#include "TransportBenchmark/LatencyWorkload.h"
+#include "TransportBenchmark/ManyConnectionsWorkload.h"
+
+namespace timerwheel::perf {
+
+namespace {
+
+std::string Percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%g%%", fraction * 100);
+  return text;
+}
+
+// One gnuplot data block per series: "loss% value" lines, the mean over seeds per loss level.
+struct Series {
+  std::string title;
+  std::vector<std::pair<double, std::vector<double>>> points;  // loss -> values (one per seed)
+  void Add(double loss, double value) {
+    for (auto& point : points) {
+      if (point.first == loss) return point.second.push_back(value);
+    }
+    points.push_back({loss, {value}});
+  }
+};
+
+void WriteSeries(const std::vector<Series>& series, const std::string& path) {
+  std::ofstream out(path);
+  for (const Series& one : series) {
+    out << '"' << one.title << "\"\n";
+    for (const auto& [loss, values] : one.points) {
+      double sum = 0;
+      for (double value : values) sum += value;
+      out << loss * 100 << ' ' << sum / static_cast<double>(values.size()) << '\n';
+    }
+    out << "\n\n";
+  }
+}
+
+void Plot(const std::string& results, const std::string& name, const std::string& title,
+          const std::string& ylabel, std::size_t seriesCount) {
+  const std::string script = results + "/" + name + ".gnuplot";
+  {
+    std::ofstream plot(script);
+    plot << "set terminal pngcairo size 900,560 noenhanced\nset grid\nset key left top\n"
+         << "set logscale y\nset xlabel 'loss per direction, %'\nset ylabel '" << ylabel << "'\n"
+         << "set title '" << title << "'\nset output '" << results << "/" << name << ".png'\n"
+         << "plot for [i=0:" << seriesCount - 1 << "] '" << results << "/" << name
+         << ".dat' index i using 1:2 with linespoints title columnheader(1)\n";
+  }
+  const std::string command = "gnuplot '" + script + "' 2>/dev/null";
+  if (std::system(command.c_str()) == 0) {
+    std::printf("plot: %s/%s.png\n", results.c_str(), name.c_str());
+  } else {
+    std::printf("gnuplot not found or failed: %s.png not made\n", name.c_str());
+  }
+}
+
+}  // namespace
+
+void RunLatencyTable(const Settings& settings, const std::vector<double>& losses) {
+  std::printf("=== latency: 64-byte messages at 100/s, relay 10 ms each way, loss per direction\n");
+  std::printf("%-26s %6s %8s %8s %8s %8s %8s %8s %8s %10s\n", "transport", "loss", "p50 ms",
+              "p90 ms", "p99 ms", "max ms", "msgs", "retx", "spurious", "wire/app");
+  std::ofstream latencyCsv(settings.results + "/transport-latency.csv");
+  latencyCsv << "transport,loss,seed,p50_ms,p90_ms,p99_ms,max_ms,messages,retransmissions,"
+                "spurious,wire_per_app_byte\n";
+  auto printLatency = [&](const LatencyRow& row, std::uint64_t seed) {
+    std::printf("%-26s %6s %8.2f %8.2f %8.2f %8.2f %8llu %8llu %8lld %10.3f\n",
+                row.transport.c_str(), Percent(row.loss).c_str(), row.latencyMs.p50,
+                row.latencyMs.p90, row.latencyMs.p99, row.latencyMs.max,
+                static_cast<unsigned long long>(row.messages),
+                static_cast<unsigned long long>(row.retransmissions),
+                static_cast<long long>(row.spurious), row.wirePerAppByte);
+    std::fflush(stdout);
+    latencyCsv << row.transport << ',' << row.loss << ',' << seed << ',' << row.latencyMs.p50 << ','
+               << row.latencyMs.p90 << ',' << row.latencyMs.p99 << ',' << row.latencyMs.max << ','
+               << row.messages << ',' << row.retransmissions << ',' << row.spurious << ','
+               << row.wirePerAppByte << '\n';
+  };
+  printLatency(RunLatency(Kind::Tcp, 0, 1, settings.latencySeconds), 1);
+  std::vector<Series> series{
+      {"ReliableUDP p50", {}}, {"ReliableUDP p99", {}}, {"ENet p50", {}}, {"ENet p99", {}}};
+  for (double loss : losses) {
+    for (int seed = 1; seed <= settings.seeds; ++seed) {
+      for (Kind kind : {Kind::ReliableUdp, Kind::Enet}) {
+        const LatencyRow row =
+            RunLatency(kind, loss, static_cast<std::uint64_t>(seed), settings.latencySeconds);
+        printLatency(row, static_cast<std::uint64_t>(seed));
+        const std::size_t first = kind == Kind::ReliableUdp ? 0 : 2;
+        series[first].Add(loss, row.latencyMs.p50);
+        series[first + 1].Add(loss, row.latencyMs.p99);
+      }
+    }
+  }
+  latencyCsv.close();
+  WriteSeries(series, settings.results + "/transport-latency.dat");
+  Plot(settings.results, "transport-latency",
+       "One-way latency of 64-byte messages at 100/s, 10 ms each way", "latency, ms",
+       series.size());
+}
+
+void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
+  std::printf(
+      "\n=== bulk: 1200-byte messages as fast as the transport takes them, relay 10 ms each "
+      "way\n");
+  std::printf("%-26s %-22s %6s %10s %10s %10s %8s %8s\n", "transport", "path", "loss", "MB/s",
+              "wire/app", "CPU ms/MB", "retx", "qdrops");
+  std::ofstream bulkCsv(settings.results + "/transport-bulk.csv");
+  bulkCsv << "transport,path,loss,seed,goodput_MBps,wire_per_app_byte,cpu_ms_per_MB,"
+             "retransmissions,queue_drops\n";
+  auto printBulk = [&](const BulkRow& row, std::uint64_t seed) {
+    std::printf("%-26s %-22s %6s %10.2f %10.3f %10.1f %8llu %8llu\n", row.transport.c_str(),
+                row.path.c_str(), Percent(row.loss).c_str(), row.goodputMBps, row.wirePerAppByte,
+                row.cpuMsPerMB, static_cast<unsigned long long>(row.retransmissions),
+                static_cast<unsigned long long>(row.queueDrops));
+    std::fflush(stdout);
+    bulkCsv << row.transport << ',' << row.path << ',' << row.loss << ',' << seed << ','
+            << row.goodputMBps << ',' << row.wirePerAppByte << ',' << row.cpuMsPerMB << ','
+            << row.retransmissions << ',' << row.queueDrops << '\n';
+  };
+  printBulk(RunBulk(Kind::Tcp, PathProfile(0), "loopback", 1, settings.bulkSeconds), 1);
+  std::vector<Series> series{{KindName(Kind::ReliableUdp), {}},
+                             {KindName(Kind::ReliableUdpKnownPath), {}},
+                             {KindName(Kind::Enet), {}}};
+  for (double loss : losses) {
+    for (int seed = 1; seed <= settings.seeds; ++seed) {
+      std::size_t index = 0;
+      for (Kind kind : {Kind::ReliableUdp, Kind::ReliableUdpKnownPath, Kind::Enet}) {
+        const BulkRow row = RunBulk(kind, PathProfile(loss), "10 ms",
+                                    static_cast<std::uint64_t>(seed), settings.bulkSeconds);
+        printBulk(row, static_cast<std::uint64_t>(seed));
+        series[index++].Add(loss, row.goodputMBps);
+      }
+    }
+  }
+  WriteSeries(series, settings.results + "/transport-goodput.dat");
+  Plot(settings.results, "transport-goodput", "Bulk goodput of 1200-byte messages, 10 ms each way",
+       "goodput, MB/s", series.size());
+  relay::ImpairmentProfile capped = PathProfile(0);
+  capped.rateBitsPerSecond = 50e6;
+  capped.queueLimitBytes = 64 * 1024;
+  for (Kind kind : {Kind::ReliableUdp, Kind::Enet}) {
+    printBulk(RunBulk(kind, capped, "10 ms, 50 Mbit/s, 64 KB", 1, settings.bulkSeconds), 1);
+  }
+}
+
+void RunManyTable(const Settings& settings) {
+  std::printf(
+      "\n=== many connections on one server socket (clients in a child process), "
+      "keepalive 15 s\n");
+  std::printf("%-6s %8s %8s %8s %12s %12s %12s %12s %9s\n", "queue", "conns", "msg/s", "CPU %",
+              "heap B/conn", "RSS B/conn", "timers/s", "CPU us/msg", "p99 ms");
+  std::ofstream manyCsv(settings.results + "/transport-many.csv");
+  manyCsv << "queue,connections,rate_per_connection,cpu_percent,heap_bytes_per_connection,"
+             "resident_bytes_per_connection,timer_firings_per_second,cpu_us_per_message,p50_ms,"
+             "p99_ms\n";
+  auto printMany = [&](const ManyRow& row) {
+    std::printf("%-6s %8zu %8.0f %8.2f %12.0f %12.0f %12.1f %12.1f %9.2f\n", row.queue.c_str(),
+                row.connections, row.rate * static_cast<double>(row.connections), row.cpuPercent,
+                row.bytesPerConnection, row.residentPerConnection, row.timerFiringsPerSecond,
+                row.cpuMicrosecondsPerMessage, row.latencyMs.p99);
+    std::fflush(stdout);
+    manyCsv << row.queue << ',' << row.connections << ',' << row.rate << ',' << row.cpuPercent
+            << ',' << row.bytesPerConnection << ',' << row.residentPerConnection << ','
+            << row.timerFiringsPerSecond << ',' << row.cpuMicrosecondsPerMessage << ','
+            << row.latencyMs.p50 << ',' << row.latencyMs.p99 << '\n';
+  };
+  for (std::size_t count : settings.idleCounts) {
+    for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
+      printMany(RunMany(kind, count, 0, settings.manyWindow));
+    }
+  }
+  if (settings.activeCount == 0) return;
+  for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
+    printMany(RunMany(kind, settings.activeCount, 1, settings.manyWindow / 2));
+  }
+}
+
+}  // namespace timerwheel::perf

@@ -1,0 +1,44 @@
+#include "TransportBenchmark/Settings.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace timerwheel::perf {
+
+bool ParseSettings(int argc, char** argv, Settings& settings) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      settings.losses = {0.0, 0.05};
+      settings.latencySeconds = 1;
+      settings.bulkSeconds = 0.5;
+      settings.manyWindow = 2;
+      settings.idleCounts = {200};
+      settings.activeCount = 200;
+    } else if (arg == "--full") {
+      settings.seeds = 3;
+      settings.latencySeconds = 30;
+      settings.bulkSeconds = 10;
+      settings.manyWindow = 60;
+      settings.idleCounts = {1000, 10000, 100000};
+    } else if (arg == "--idle" && i + 1 < argc) {
+      // Only these idle counts (repeatable), and no active run: one point of the grid.
+      if (settings.activeCount != 0) settings.idleCounts.clear();
+      settings.activeCount = 0;
+      settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
+    } else if (arg == "--results" && i + 1 < argc) {
+      settings.results = argv[++i];
+    } else if (arg == "--only" && i + 1 < argc) {
+      settings.only.push_back(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many]... "
+                   "[--idle N]...\n",
+                   argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace timerwheel::perf

@@ -1,0 +1,30 @@
+// What a run of the transport benchmark measures: its command line, parsed.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace timerwheel::perf {
+
+struct Settings {
+  std::string results = "Perf/results";
+  int seeds = 1;
+  std::vector<double> losses{0.0, 0.01, 0.05, 0.10};
+  double latencySeconds = 6;
+  double bulkSeconds = 3;
+  double manyWindow = 16;
+  std::vector<std::size_t> idleCounts{1000, 10000};
+  std::size_t activeCount = 10000;
+  std::vector<std::string> only;  // empty: every part
+  bool Runs(const std::string& part) const {
+    return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
+  }
+};
+
+// Reads the options (see Main.cpp's usage) into `settings`; false, having printed the usage to
+// stderr, if they are not understood.
+bool ParseSettings(int argc, char** argv, Settings& settings);
+
+}  // namespace timerwheel::perf

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include "TimerQueue/ITickProvider.h"
 
@@ -41,9 +42,11 @@ struct BenchmarkChronoClock {
 struct FiringLog {
   std::uint64_t fired = 0;
   std::uint64_t timerSum = 0;  // order-independent: equal when the same timers fired
-  void Record(std::uint64_t timer) noexcept {
+  std::vector<std::uint64_t>* collect = nullptr;  // if set, every fired timer is appended
+  void Record(std::uint64_t timer) {
     ++fired;
     timerSum += (timer + 1) * 0x9E3779B97F4A7C15ull;
+    if (collect != nullptr) collect->push_back(timer);
   }
 };
 

@@ -2,7 +2,10 @@
 // machine. Prints a table per workload (median ns/op of repeated runs, min-max, ratio to the
 // heap), writes them as CSV and plots the scaling curves with gnuplot.
 //
-// Usage: TimerWheelBenchmark [--quick] [--results DIR]
+// Usage: TimerWheelBenchmark [--quick] [--targets] [--results DIR]   (--targets: only W1-W5)
+//        TimerWheelBenchmark --workload W1..W5 --implementation NAME [--live N] [--operations N]
+// The second form runs one target workload once on one implementation and prints its units, ns
+// and checksum: tools/count-instructions runs it under callgrind for instructions per unit.
 #include <malloc.h>
 
 #include <algorithm>
@@ -11,14 +14,17 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "Adapters/AsioSteadyTimerAdapter.h"
+#include "Adapters/FloorWheelAdapter.h"
 #include "Adapters/LibeventAdapter.h"
 #include "Adapters/StdBaselineAdapters.h"
 #include "Adapters/TimerWheelAdapter.h"
+#include "TargetWorkloads.h"
 #include "TimerQueue/ThreadedTimerQueue.h"
 #include "Workloads.h"
 
@@ -45,6 +51,26 @@ void ForEachImplementation(Function&& function) {
   function(Named<MultimapAdapter>{"multimap"});
 }
 
+// The implementations of the target tables (issue 15), the floor first as the reference.
+template <class Function>
+void ForEachTargetImplementation(Function&& function) {
+  function(Named<FloorAdapter>{"floor"});
+  function(Named<WheelAdapter>{"wheel"});
+  function(Named<HeapAdapter>{"heap"});
+  function(Named<WheelInterfaceAdapter>{"wheel via ITimerQueue&"});
+}
+
+// Target workload `name` (W1..W5) on Adapter; `live` is used by W3-W5.
+template <class Adapter>
+TargetResult RunTarget(const std::string& name, std::size_t live, std::size_t operations) {
+  if (name == "W1") return W1ArmCancel<Adapter>(operations);
+  if (name == "W2") return W2Rearm<Adapter>(operations);
+  if (name == "W3") return W3CancelRearm<Adapter>(live, operations);
+  if (name == "W4") return W4ArmFire<Adapter>(live, operations);
+  if (name == "W5") return W5RetransmitMix<Adapter>(live, operations);
+  throw std::invalid_argument("unknown workload " + name + " (W1..W5)");
+}
+
 // The inverse of Count: the number at the end of an operation name such as "live timers 10k".
 std::size_t CountFrom(const std::string& text) {
   char* end = nullptr;
@@ -68,13 +94,15 @@ class Report {
  public:
   explicit Report(int repeats) : m_repeats(repeats) {}
 
-  // Runs `measure` m_repeats times and records median, min and max.
+  // Runs `measure` `repeats` times (0: the report's default) and records median, min and max.
   void Measure(const std::string& workload, const std::string& operation,
-               const char* implementation, const std::function<double(std::uint64_t&)>& measure) {
+               const char* implementation, const std::function<double(std::uint64_t&)>& measure,
+               int repeats = 0) {
     std::fprintf(stderr, "  %-34s %-24s\r", operation.c_str(), implementation);
     std::vector<double> values;
     std::uint64_t checksum = 0;
-    for (int r = 0; r < m_repeats; ++r) values.push_back(measure(checksum));
+    for (int r = 0; r < (repeats > 0 ? repeats : m_repeats); ++r)
+      values.push_back(measure(checksum));
     std::sort(values.begin(), values.end());
     m_rows.push_back({workload, operation, implementation, values[values.size() / 2],
                       values.front(), values.back(), checksum});
@@ -84,25 +112,32 @@ class Report {
     m_rows.push_back({workload, operation, implementation, -1, -1, -1, 0});
   }
 
-  // Prints the rows of `workload`, grouped by operation, with the ratio to the heap's median.
-  void Print(const std::string& workload, const char* unit, bool showChecksum = false) const {
+  // Prints the rows of `workload`, grouped by operation, with the ratio to the first row of each
+  // operation (the heap; the floor in the target tables): of the medians, or with `byMinimum` of
+  // the minima (the figure least disturbed by other work on a shared machine).
+  void Print(const std::string& workload, const char* unit, bool showChecksum = false,
+             bool byMinimum = false) const {
     std::printf("\n== %s\n", workload.c_str());
     std::string operation;
-    double heap = 0;
+    double reference = 0;
     for (const Row& row : m_rows) {
       if (row.workload != workload) continue;
+      const double value = byMinimum ? row.min : row.median;
       if (row.operation != operation) {
         operation = row.operation;
-        heap = row.median;
-        std::printf("%-34s %-24s %10s %21s %8s%s\n", operation.c_str(), "", unit, "min - max",
-                    "x heap", showChecksum ? "   checksum" : "");
+        reference = value;
+        std::printf("%-34s %-24s %10s %21s %8s%s\n", operation.c_str(), "", unit,
+                    byMinimum ? "median - max" : "min - max",
+                    byMinimum ? ("x " + row.implementation).c_str() : "x heap",
+                    showChecksum ? "   checksum" : "");
       }
       if (row.median < 0) {
         std::printf("%-34s %-24s %10s\n", "", row.implementation.c_str(), "n/a");
         continue;
       }
-      std::printf("%-34s %-24s %10.1f %10.1f - %-8.1f %8.2f", "", row.implementation.c_str(),
-                  row.median, row.min, row.max, heap > 0 ? row.median / heap : 0.0);
+      std::printf("%-34s %-24s %10.1f %10.1f - %-8.1f %8.2f", "", row.implementation.c_str(), value,
+                  byMinimum ? row.median : row.min, row.max,
+                  reference > 0 ? value / reference : 0.0);
       if (showChecksum) std::printf("   %llu", static_cast<unsigned long long>(row.checksum));
       std::printf("\n");
     }
@@ -200,16 +235,67 @@ double ThreadedSetCancel(IManageTimerQueue& queue, DispatchPolicy policy, int th
 
 }  // namespace
 
+// The single-run form: one target workload on one implementation, once.
+int RunOne(const std::string& workload, const std::string& implementation, std::size_t live,
+           std::size_t operations) {
+  bool found = false;
+  ForEachTargetImplementation([&](auto named) {
+    using Adapter = typename decltype(named)::Adapter;
+    if (implementation != named.name) return;
+    found = true;
+    const TargetResult result = RunTarget<Adapter>(workload, live, operations);
+    std::printf("%s %s live %zu: units %llu ns %.2f checksum %llu\n", workload.c_str(), named.name,
+                live, static_cast<unsigned long long>(result.units), result.nanoseconds,
+                static_cast<unsigned long long>(result.checksum));
+  });
+  if (!found) {
+    std::fprintf(stderr, "unknown implementation '%s' (floor, wheel, heap, ",
+                 implementation.c_str());
+    std::fprintf(stderr, "'wheel via ITimerQueue&')\n");
+    return 2;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   bool quick = false;
+  bool targetsOnly = false;
   std::string results = "Perf/results";
+  std::string workload, implementation;
+  std::size_t live = 10'000, operations = 1'000'000;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--targets") == 0) {
+      targetsOnly = true;
     } else if (std::strcmp(argv[i], "--results") == 0 && i + 1 < argc) {
       results = argv[++i];
+    } else if (std::strcmp(argv[i], "--workload") == 0 && i + 1 < argc) {
+      workload = argv[++i];
+    } else if (std::strcmp(argv[i], "--implementation") == 0 && i + 1 < argc) {
+      implementation = argv[++i];
+    } else if (std::strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
+      live = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--operations") == 0 && i + 1 < argc) {
+      operations = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--results DIR]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--targets] [--results DIR]\n"
+          "       %s --workload W1..W5 --implementation NAME [--live N] [--operations N]\n",
+          argv[0], argv[0]);
+      return 2;
+    }
+  }
+  if (!workload.empty()) {
+    if (live == 0 || operations == 0) {
+      std::fprintf(stderr, "--live and --operations must be positive\n");
+      return 2;
+    }
+    try {
+      return RunOne(workload, implementation, live, operations);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "%s\n", error.what());
       return 2;
     }
   }
@@ -223,6 +309,55 @@ int main(int argc, char** argv) {
   std::printf(
       "TimerWheel side-by-side benchmark%s: median of %d runs, ns per operation unless said\n",
       quick ? " (--quick: smaller sizes, one run)" : "", repeats);
+
+  // 0. The targets (issue 15): W1-W5 against the floor, minimum of 7 runs.
+  const std::string w0 = "0. targets: W1-W5 against the floor (minimum of " +
+                         std::to_string(quick ? 1 : 7) + " runs; ns per unit)";
+  std::fprintf(stderr, "%s\n", w0.c_str());
+  struct Target {
+    const char* workload;
+    const char* operation;
+    std::size_t live, operations;
+  };
+  std::vector<Target> targets = {
+      {"W1", "W1 hot arm+cancel, one timer (pair)", 1, 2'000'000},
+      {"W2", "W2 hot re-arm, pending (re-arm)", 1, 2'000'000},
+      {"W3", "W3 cancel+re-arm random, 100k (pair)", 100'000, 1'000'000},
+      {"W3", "W3 cancel+re-arm random, 1M (pair)", 1'000'000, 1'000'000},
+      {"W4", "W4 arm+fire, 10k live (fired)", 10'000, 1'000'000},
+      {"W5", "W5 retransmit mix, 1k (op)", 1'000, 2'000'000},
+      // Fewer operations as N grows: at 1M live about 4,000 timers fire (and are re-armed) per
+      // millisecond of virtual time, so most units there are firings.
+      {"W5", "W5 retransmit mix, 100k (op)", 100'000, 500'000},
+      {"W5", "W5 retransmit mix, 1M (op)", 1'000'000, 200'000},
+  };
+  if (quick) {
+    targets.erase(std::remove_if(targets.begin(), targets.end(),
+                                 [](const Target& t) { return t.live == 1'000'000; }),
+                  targets.end());
+  }
+  for (const Target& target : targets) {
+    ForEachTargetImplementation([&](auto implementation) {
+      using Adapter = typename decltype(implementation)::Adapter;
+      report.Measure(
+          w0, target.operation, implementation.name,
+          [&](std::uint64_t& checksum) {
+            const TargetResult result =
+                RunTarget<Adapter>(target.workload, target.live, target.operations / scale);
+            checksum = result.checksum;
+            return result.nanoseconds;
+          },
+          quick ? 1 : 7);
+    });
+  }
+  report.Print(w0, "ns", /*showChecksum=*/true, /*byMinimum=*/true);
+  if (targetsOnly) {
+    const std::string command = "mkdir -p '" + results + "'";
+    if (std::system(command.c_str()) != 0) return 1;
+    report.WriteCsv(results + "/timer-targets.csv");
+    std::printf("CSV: %s/timer-targets.csv\n", results.c_str());
+    return 0;
+  }
 
   // 1. The classic operation set.
   const std::string w1 = "1. classic operation set, 100,000 timers, timeouts i % 4000 ms";

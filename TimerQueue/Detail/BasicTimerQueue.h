@@ -18,13 +18,14 @@
 namespace timerwheel::detail {
 
 // A Scheduler orders pending records by deadline. It is given the pool and keeps its per-record
-// state in TimerRecord::node. Required members (ids are pool indices):
-//   using Node = ...;                                   // embedded in each record
+// state in the hot record's `node`. Required members (ids are pool indices):
+//   using Node = ...;                                   // embedded in each hot record
 //   Scheduler(TimerPool<Node>&, Args...);
 //   void Reserve(std::size_t records);                  // so that Schedule never allocates
+//   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
 //   void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;    // id not scheduled
 //   void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;  // id scheduled
-//   void Unschedule(std::uint32_t id) noexcept;
+//   void Unschedule(std::uint32_t id) noexcept;         // id scheduled
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -62,17 +63,17 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   bool TimerIsSet(TimerHandle handle) const override {
-    return m_pool[m_pool.IdOf(handle)].IsPending();
+    return m_scheduler.IsScheduled(m_pool.IdOf(handle));
   }
 
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
     const std::uint32_t id = m_pool.IdOf(handle);
     CheckTimeout(timeout);
-    const bool wasPending = m_pool[id].IsPending();
+    const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
       const Ticks now = m_ticks.GetTickCount();
-      Arm(id, timer, userData, now + timeout + m_deadlineMargin, now);
+      Arm(id, timer, userData, DeadlineFor(now, timeout), now, wasPending);
     }
     if (m_monitor) m_monitor->OnTimerSet(wasPending);
     return wasPending;
@@ -83,19 +84,19 @@ class BasicTimerQueue : public IManageTimerQueue {
     const std::uint32_t id = m_pool.IdOf(handle);
     CheckTimeout(timeout);
     auto& record = m_pool[id];
-    const bool wasPending = record.IsPending();
+    const bool wasPending = m_scheduler.IsScheduled(id);
     bool updated = true;
     if (wasPending && updateIf == UpdateIf::AlwaysNoTimeoutChange) {
       record.active = {&timer, userData};  // keeps deadline and firing order
     } else {
       const Ticks now = m_ticks.GetTickCount();
-      const Ticks deadline = now + timeout + m_deadlineMargin;
+      const Ticks deadline = DeadlineFor(now, timeout);
       if (wasPending) {
         updated = updateIf == UpdateIf::Always ||
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
                   (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
       }
-      if (updated) Arm(id, timer, userData, deadline, now);
+      if (updated) Arm(id, timer, userData, deadline, now, wasPending);
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
@@ -112,10 +113,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = m_pool.IdOf(handle);
     const bool wasPending = Disarm(id);
-    auto& record = m_pool[id];
-    record.flags |= kHandleReleased;
+    m_pool.Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
-    if (record.batchRefs == 0) FreeRecord(id);
+    if (m_pool[id].batchRefs == 0) FreeRecord(id);
     handle = TimerHandle{};
     if (m_monitor) m_monitor->OnTimerDestroyed(wasPending);
     return wasPending;
@@ -124,9 +124,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override {
     CheckTimeout(timeout);
     const std::uint32_t id = AllocateRecord();
-    m_pool[id].flags |= kHandleReleased;  // freed by EndTimeoutHandling once it has fired
+    m_pool.Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     const Ticks now = m_ticks.GetTickCount();
-    Arm(id, timer, userData, now + timeout + m_deadlineMargin, now);
+    Arm(id, timer, userData, DeadlineFor(now, timeout), now, /*wasPending=*/false);
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -156,10 +156,8 @@ class BasicTimerQueue : public IManageTimerQueue {
       const std::size_t needed = m_batch.size() + m_scheduler.Size();
       if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
       m_scheduler.DetachDue(m_ticks.GetTickCount(), [this](std::uint32_t id) {
-        auto& record = m_pool[id];
+        auto& record = m_pool[id];  // the scheduler has marked it not scheduled
         m_batch.push_back({id, record.active});
-        record.active = {};
-        record.flags &= static_cast<std::uint8_t>(~kPending);
         ++record.batchRefs;
       });
     }
@@ -191,8 +189,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     for (std::size_t i = 0; i < m_batchPosition; ++i) {
       const std::uint32_t id = m_batch[i].id;
       auto& record = m_pool[id];
-      if (--record.batchRefs == 0 &&
-          (record.flags & (kHandleReleased | kPending)) == kHandleReleased) {
+      if (--record.batchRefs == 0 && (record.flags & kHandleReleased) != 0 &&
+          !m_scheduler.IsScheduled(id)) {
         FreeRecord(id);
       }
     }
@@ -215,17 +213,24 @@ class BasicTimerQueue : public IManageTimerQueue {
         Fail("record " + std::to_string(id) + " has batchRefs " + std::to_string(record.batchRefs) +
              " but the batch holds " + std::to_string(refs[id]));
       }
+      const bool handleLive = (record.flags & (kAllocated | kHandleReleased)) == kAllocated;
+      if (m_pool.HotOf(id).key != (handleLive ? record.generation : kNoHandle)) {
+        Fail("record " + std::to_string(id) + " has key " + std::to_string(m_pool.HotOf(id).key) +
+             " with generation " + std::to_string(record.generation) + " and flags " +
+             std::to_string(record.flags));
+      }
       if (!(record.flags & kAllocated)) {
         if (record.flags != 0) Fail("free record " + std::to_string(id) + " has flags");
+        if (m_scheduler.IsScheduled(id)) Fail("free record " + std::to_string(id) + " is pending");
         continue;
       }
-      if (record.IsPending()) {
+      const bool isPending = m_scheduler.IsScheduled(id);
+      if (isPending) {
         ++pending;
         if (record.active.timer == nullptr)
           Fail("pending record " + std::to_string(id) + " has no timer");
       }
-      if ((record.flags & (kHandleReleased | kPending)) == kHandleReleased &&
-          record.batchRefs == 0) {
+      if ((record.flags & kHandleReleased) && !isPending && record.batchRefs == 0) {
         Fail("released record " + std::to_string(id) + " was not freed");
       }
     }
@@ -263,6 +268,13 @@ class BasicTimerQueue : public IManageTimerQueue {
     throw std::logic_error("timer queue invariant violated: " + what);
   }
 
+  // Every deadline is computed here: the instant from which a timer set at `now` with `timeout`
+  // may fire. A provider that floors real time to whole ticks (ITickProvider::ReadingsAreFloored)
+  // gets one tick more, so that the timer never fires before `timeout` has passed in real time.
+  Ticks DeadlineFor(Ticks now, Milliseconds timeout) const noexcept {
+    return now + timeout + m_deadlineMargin;
+  }
+
   void CheckTimeout(Milliseconds timeout) const {
     if (timeout > m_scheduler.MaximumTimeout())
       ThrowTimeoutOutOfRange(timeout, m_scheduler.MaximumTimeout());
@@ -285,24 +297,23 @@ class BasicTimerQueue : public IManageTimerQueue {
     return id;
   }
 
-  void Arm(std::uint32_t id, ITimer& timer, UserData userData, Ticks deadline, Ticks now) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Arm(std::uint32_t id, ITimer& timer, UserData userData,
+                                    Ticks deadline, Ticks now, bool wasPending) noexcept {
     auto& record = m_pool[id];
     record.active = {&timer, userData};
     record.deadline = deadline;
-    if (record.IsPending()) {
+    if (wasPending) {
       m_scheduler.Reschedule(id, deadline, now);
     } else {
-      record.flags |= kPending;
       m_scheduler.Schedule(id, deadline, now);
     }
   }
 
-  bool Disarm(std::uint32_t id) noexcept {
-    auto& record = m_pool[id];
-    if (!record.IsPending()) return false;
+  // Touches only the hot record: the active data of a timer that is not pending is never read,
+  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
+  TIMERWHEEL_ALWAYS_INLINE bool Disarm(std::uint32_t id) noexcept {
+    if (!m_scheduler.IsScheduled(id)) return false;
     m_scheduler.Unschedule(id);
-    record.flags &= static_cast<std::uint8_t>(~kPending);
-    record.active = {};
     return true;
   }
 

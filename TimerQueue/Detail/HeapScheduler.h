@@ -33,6 +33,10 @@ class HeapScheduler {
 
   std::size_t Size() const noexcept { return m_heap.size(); }
 
+  bool IsScheduled(std::uint32_t id) const noexcept {
+    return m_pool.NodeOf(id).heapIndex != kNoIndex;
+  }
+
   Milliseconds MaximumTimeout() const noexcept { return kInfinite - 1; }
 
   void Schedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
@@ -41,7 +45,7 @@ class HeapScheduler {
   }
 
   void Reschedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
-    const std::size_t position = m_pool[id].node.heapIndex;
+    const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_heap[position];
     // The new sequence number is larger than every other, so the key moves up only if the
     // deadline is strictly earlier.
@@ -56,8 +60,8 @@ class HeapScheduler {
   }
 
   void Unschedule(std::uint32_t id) noexcept {
-    const std::size_t position = m_pool[id].node.heapIndex;
-    m_pool[id].node.heapIndex = kNoIndex;
+    const std::size_t position = m_pool.NodeOf(id).heapIndex;
+    m_pool.NodeOf(id).heapIndex = kNoIndex;
     const Entry last = m_heap.back();
     m_heap.pop_back();
     if (position == m_heap.size()) return;  // it was the last entry
@@ -83,10 +87,10 @@ class HeapScheduler {
 
   void CheckInvariants() const {
     for (std::size_t i = 0; i < m_heap.size(); ++i) {
-      if (m_pool[m_heap[i].id].node.heapIndex != i) {
+      if (m_pool.NodeOf(m_heap[i].id).heapIndex != i) {
         throw std::logic_error(
             "heap: record " + std::to_string(m_heap[i].id) + " thinks it is at " +
-            std::to_string(m_pool[m_heap[i].id].node.heapIndex) + ", not " + std::to_string(i));
+            std::to_string(m_pool.NodeOf(m_heap[i].id).heapIndex) + ", not " + std::to_string(i));
       }
       if (i != 0 && Less(m_heap[i], m_heap[Parent(i)])) {
         throw std::logic_error("heap: entry " + std::to_string(i) + " (deadline " +
@@ -111,7 +115,7 @@ class HeapScheduler {
 
   void Place(std::size_t position, const Entry& entry) noexcept {
     m_heap[position] = entry;
-    m_pool[entry.id].node.heapIndex = static_cast<std::uint32_t>(position);
+    m_pool.NodeOf(entry.id).heapIndex = static_cast<std::uint32_t>(position);
   }
 
   void SiftUp(std::size_t position) noexcept {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "TimerQueue/ITimer.h"
@@ -10,10 +11,21 @@
 #include "TimerQueue/TimerHandle.h"
 #include "TimerQueue/TimerTypes.h"
 
+// For the few small functions of the set/cancel path that the compiler would otherwise call out
+// of line (measured: each call costs the hot path its register saves and restores).
+#if defined(_MSC_VER) && !defined(__clang__)
+#define TIMERWHEEL_ALWAYS_INLINE __forceinline
+#else
+#define TIMERWHEEL_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
 namespace timerwheel::detail {
 
 inline constexpr std::uint32_t kNoIndex = 0xFFFFFFFFu;
-inline constexpr std::uint32_t kLastGeneration = 0xFFFFFFFFu;  // generations run 1..this; 0 = null
+// Generations run 1..kLastGeneration; 0 is the null handle's, and kNoHandle (never a generation)
+// is the key of a record that no live handle names.
+inline constexpr std::uint32_t kLastGeneration = 0xFFFFFFFEu;
+inline constexpr std::uint32_t kNoHandle = 0xFFFFFFFFu;
 
 // What a timer calls when it fires: the "active" data of a pending timer, and the "timed-out"
 // copy that travels in the dispatch batch.
@@ -22,60 +34,88 @@ struct TimerData {
   UserData userData = 0;
 };
 
-// Record state bits.
+// Record state bits (in the cold part; whether a timer is pending is the scheduler's, in `node`).
 enum RecordFlag : std::uint8_t {
   kAllocated = 1,       // in use (not on the free list)
-  kPending = 2,         // scheduled: `active` and `deadline` are valid
-  kHandleReleased = 4,  // no user handle refers to it any more (destroyed, or a one-shot)
+  kHandleReleased = 2,  // no user handle refers to it any more (destroyed, or a one-shot)
 };
 
-// One timer. `Node` is the scheduler's intrusive part (heap position, or wheel links), embedded
-// so that the record and its links share a cache line.
+// The part of a record that every call touches: handle validation, the pending test and the
+// scheduler's links (`Node`: heap position, or wheel links and slot). Small, so that at a million
+// timers the array of these stays in the last-level cache (16 bytes for the wheel).
 template <class Node>
-struct TimerRecord {
+struct HotRecord {
+  std::uint32_t key = kNoHandle;  // the generation of the live user handle, or kNoHandle
+  Node node{};
+};
+
+// The part touched only when a timer is armed, fired, created or freed.
+struct ColdRecord {
   TimerData active;
   Ticks deadline = 0;            // exact set time + timeout, while pending
-  std::uint32_t generation = 1;  // must match the handle's; bumped on free, never wraps
+  std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
   std::uint32_t batchRefs = 0;   // dispatch-batch entries that still refer to this record
   std::uint32_t nextFree = kNoIndex;
   std::uint8_t flags = 0;
-  Node node{};
-
-  bool IsPending() const noexcept { return (flags & kPending) != 0; }
 };
 
-// A slot map: records live in one vector and are reused LIFO from a free list, so steady-state
-// create/destroy allocates nothing and reused records are cache-warm. Records are addressed by
-// index (the vector may reallocate while it grows: never keep a reference across an Allocate).
-// Validation of a handle is O(1): bounds, generation and state.
+// A slot map: records live in two parallel vectors (hot and cold) and are reused LIFO from a free
+// list, so steady-state create/destroy allocates nothing and reused records are cache-warm.
+// Records are addressed by index (the vectors may reallocate while they grow: never keep a
+// reference across an Allocate).
+//
+// Validation of a handle is O(1) and touches only the hot record: a bounds check and one compare
+// of the handle's generation with the record's key. The key equals the generation only while the
+// handle is live (allocated, not released); every other state stores kNoHandle, which no handle
+// carries, so one compare covers "destroyed", "stale", "free" and "one-shot".
 template <class Node>
 class TimerPool {
  public:
-  using Record = TimerRecord<Node>;
+  using Hot = HotRecord<Node>;
 
-  void Reserve(std::size_t records) { m_records.reserve(records); }
+  void Reserve(std::size_t records) {
+    m_hot.reserve(records);
+    m_cold.reserve(records);
+  }
 
-  // Capacity the vector has room for without reallocating: schedulers size their own arrays to it.
-  std::size_t Capacity() const noexcept { return m_records.capacity(); }
+  // Records there is room for without reallocating: schedulers size their own arrays to it.
+  std::size_t Capacity() const noexcept {
+    return m_hot.capacity() < m_cold.capacity() ? m_hot.capacity() : m_cold.capacity();
+  }
   std::size_t Size() const noexcept { return m_size; }
 
+  // A record for a new timer; its handle (HandleOf) is live until Release or Free.
   std::uint32_t Allocate() {
     std::uint32_t id = m_freeHead;
     if (id != kNoIndex) {
-      m_freeHead = m_records[id].nextFree;
+      m_freeHead = m_cold[id].nextFree;
     } else {
       if (m_size == kNoIndex) throw std::length_error("timer pool is full");
-      m_records.emplace_back();
+      m_cold.emplace_back();
+      try {
+        m_hot.emplace_back();
+      } catch (...) {
+        m_cold.pop_back();
+        throw;
+      }
       id = m_size++;
     }
-    Record& record = m_records[id];
-    record.flags = kAllocated;
-    record.nextFree = kNoIndex;
+    ColdRecord& cold = m_cold[id];
+    cold.flags = kAllocated;
+    cold.nextFree = kNoIndex;
+    m_hot[id].key = cold.generation;
     return id;
   }
 
+  // No handle names the record any more (it stays allocated until Free).
+  void Release(std::uint32_t id) noexcept {
+    m_hot[id].key = kNoHandle;
+    m_cold[id].flags |= kHandleReleased;
+  }
+
   void Free(std::uint32_t id) noexcept {
-    Record& record = m_records[id];
+    ColdRecord& record = m_cold[id];
+    m_hot[id].key = kNoHandle;
     record.flags = 0;
     record.active = {};
     record.batchRefs = 0;
@@ -89,28 +129,27 @@ class TimerPool {
   }
 
   // The record a handle names, or InvalidTimerHandle if it is null, destroyed or stale.
-  std::uint32_t IdOf(TimerHandle handle) const {
+  TIMERWHEEL_ALWAYS_INLINE std::uint32_t IdOf(TimerHandle handle) const {
     const std::uint32_t id = handle.Index();
-    if (id >= m_size) ThrowInvalid(handle);
-    const Record& record = m_records[id];
-    if (record.generation != handle.Generation() ||
-        (record.flags & (kAllocated | kHandleReleased)) != kAllocated) {
-      ThrowInvalid(handle);
-    }
+    if (id >= m_size || m_hot[id].key != handle.Generation()) ThrowInvalid(handle);
     return id;
   }
 
   TimerHandle HandleOf(std::uint32_t id) const noexcept {
-    return TimerHandleAccess::Make(id, m_records[id].generation);
+    return TimerHandleAccess::Make(id, m_cold[id].generation);
   }
 
-  Record& operator[](std::uint32_t id) noexcept { return m_records[id]; }
-  const Record& operator[](std::uint32_t id) const noexcept { return m_records[id]; }
+  Hot& HotOf(std::uint32_t id) noexcept { return m_hot[id]; }
+  const Hot& HotOf(std::uint32_t id) const noexcept { return m_hot[id]; }
+  Node& NodeOf(std::uint32_t id) noexcept { return m_hot[id].node; }
+  const Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
+  ColdRecord& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
+  const ColdRecord& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
 
   template <class Function>
   void ForEachAllocated(Function&& function) const {
     for (std::uint32_t id = 0; id < m_size; ++id) {
-      if (m_records[id].flags & kAllocated) function(id, m_records[id]);
+      if (m_cold[id].flags & kAllocated) function(id, m_cold[id]);
     }
   }
 
@@ -118,8 +157,9 @@ class TimerPool {
   // Out of line, so that validation on the hot path stays a few compares.
   [[noreturn]] static void ThrowInvalid(TimerHandle handle) { throw InvalidTimerHandle(handle); }
 
-  std::vector<Record> m_records;
-  std::uint32_t m_size = 0;  // m_records.size(), kept so that validation does no arithmetic
+  std::vector<Hot> m_hot;
+  std::vector<ColdRecord> m_cold;
+  std::uint32_t m_size = 0;  // records in the vectors, kept so that validation does no arithmetic
   std::uint32_t m_freeHead = kNoIndex;
 };
 

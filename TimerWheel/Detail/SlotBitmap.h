@@ -35,8 +35,9 @@ class SlotBitmap {
 
   void Set(std::size_t bit) noexcept {
     const std::size_t word = bit / 64;
+    // Level 1 already has the word's bit unless the word was empty.
+    if (m_level0[word] == 0) m_level1[word / 64] |= std::uint64_t{1} << (word % 64);
     m_level0[word] |= std::uint64_t{1} << (bit % 64);
-    m_level1[word / 64] |= std::uint64_t{1} << (word % 64);
   }
 
   void Clear(std::size_t bit) noexcept {

@@ -16,8 +16,8 @@ void WheelScheduler::CheckInvariants() const {
   auto walk = [&](const List& list, std::uint32_t listId, auto&& checkSlot) {
     std::uint32_t previous = kNoIndex;
     std::size_t count = 0;
-    for (std::uint32_t id = list.head; id != kNoIndex; id = m_pool[id].node.next) {
-      const Node& node = m_pool[id].node;
+    for (std::uint32_t id = list.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
+      const Node& node = m_pool.NodeOf(id);
       if (node.list != listId || node.prev != previous) {
         Fail("record " + std::to_string(id) + " has list " + std::to_string(node.list) + " prev " +
              std::to_string(node.prev) + ", expected " + std::to_string(listId) + " and " +
@@ -61,7 +61,8 @@ void WheelScheduler::CheckInvariants() const {
     Fail("cached earliest slot " + std::to_string(m_earliest) + " but the earliest is " +
          std::to_string(earliest));
   }
-  if (m_nextAdvanceAt != (m_cursor + 1) * m_granularity) Fail("next advance time is stale");
+  if (m_cursorStart != m_cursor * m_granularity || m_nextAdvanceAt != m_cursorStart + m_granularity)
+    Fail("cursor start or next advance time is stale");
 }
 
 }  // namespace timerwheel::detail

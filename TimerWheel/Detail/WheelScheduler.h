@@ -9,6 +9,7 @@
 
 #include "TimerQueue/Detail/TimerPool.h"
 #include "TimerQueue/TimerTypes.h"
+#include "TimerWheel/Detail/Reciprocal.h"
 #include "TimerWheel/Detail/SlotBitmap.h"
 
 namespace timerwheel::detail {
@@ -30,12 +31,19 @@ namespace timerwheel::detail {
 // Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the cached earliest slot
 // is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096),
 // which also clears the stale bits of slots emptied by cancels (each such bit is cleared once).
+//
+// The hot path, kept short because a server re-arms on almost every packet: the links live in the
+// pool's 16-byte hot records (key, prev, next, list), so validating a handle, testing "pending"
+// and relinking touch one small record; the slot is computed with a multiply by the reciprocal of
+// g, not a division; the occupancy bit is set only when a slot goes from empty to occupied; and a
+// re-arm that lands in the slot where the timer is already last changes no link at all (FIFO is
+// kept: it would be relinked to the same place).
 class WheelScheduler {
  public:
   struct Node {
     std::uint32_t prev = kNoIndex;
     std::uint32_t next = kNoIndex;
-    std::uint32_t list = kNoIndex;  // ring index of its slot, or kExpiredList
+    std::uint32_t list = kNotScheduled;  // ring index of its slot, kExpiredList or kNotScheduled
   };
 
   // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
@@ -49,50 +57,40 @@ class WheelScheduler {
         m_slots(RingSize(maximumTimeout, granularity)),
         m_slotMask(m_slots.size() - 1),
         m_occupied(m_slots.size()),
+        m_perSlot(granularity),
         m_cursor(now / granularity),
-        m_nextAdvanceAt((m_cursor + 1) * granularity) {}
+        m_cursorStart(m_cursor * granularity),
+        m_nextAdvanceAt(m_cursorStart + granularity) {}
 
   void Reserve(std::size_t) noexcept {}  // nothing grows with the number of timers
 
   std::size_t Size() const noexcept { return m_size; }
+  bool IsScheduled(std::uint32_t id) const noexcept {
+    return m_pool.NodeOf(id).list != kNotScheduled;
+  }
   Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
   Milliseconds Granularity() const noexcept { return m_granularity; }
 
-  void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
     AdvanceTo(now);
-    // deadline >= now >= cursor * g, and deadline - cursor * g < M + g, so 32 bits suffice and
-    // the slot is at most ceil(M / g) + 1 ahead of the cursor: inside the ring.
-    const auto offset = static_cast<std::uint32_t>(deadline - m_cursor * m_granularity);
-    const Ticks slot = m_cursor + (offset + m_granularity - 1) / m_granularity;
     ++m_size;
-    if (slot == m_cursor) {  // due already (timeout 0 on a slot boundary)
-      PushBack(m_expired, id, kExpiredList);
-      return;
-    }
-    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
-    PushBack(m_slots[index], id, index);
-    m_occupied.Set(index);
-    if (m_earliestValid && slot < m_earliest) m_earliest = slot;
+    Link(id, SlotOf(deadline));
   }
 
-  void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
-    Unschedule(id);
-    Schedule(id, deadline, now);
+  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
+    AdvanceTo(now);  // first: the timer's own slot may just have become due
+    const Ticks slot = SlotOf(deadline);
+    const Node& node = m_pool.NodeOf(id);
+    // Already last in the list it would be appended to: relinking would change nothing.
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return;
+    Detach(id);
+    Link(id, slot);
   }
 
-  void Unschedule(std::uint32_t id) noexcept {
-    const std::uint32_t list = m_pool[id].node.list;
+  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
     --m_size;
-    if (list == kExpiredList) {
-      Unlink(m_expired, id);
-      return;
-    }
-    Unlink(m_slots[list], id);
-    // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
-    // cancel then costs an unlink and this compare.
-    if (m_slots[list].head == kNoIndex && m_earliestValid && (m_earliest & m_slotMask) == list) {
-      m_earliestValid = false;
-    }
+    Detach(id);
+    m_pool.NodeOf(id).list = kNotScheduled;
   }
 
   Ticks NextExpiry() noexcept {
@@ -117,6 +115,7 @@ class WheelScheduler {
     while (m_expired.head != kNoIndex) {
       const std::uint32_t id = m_expired.head;
       Unlink(m_expired, id);
+      m_pool.NodeOf(id).list = kNotScheduled;
       --m_size;
       onDue(id);
     }
@@ -125,6 +124,7 @@ class WheelScheduler {
   void CheckInvariants() const;
 
  private:
+  static constexpr std::uint32_t kNotScheduled = kNoIndex;
   static constexpr std::uint32_t kExpiredList = 0xFFFFFFFEu;
 
   struct List {
@@ -158,8 +158,52 @@ class WheelScheduler {
     return size;
   }
 
+  // The absolute slot of an exact deadline: ceil(deadline / g), computed from the cursor so the
+  // division is 32-bit. Needs the cursor advanced to `now` <= deadline: then deadline >= cursor *
+  // g, and deadline - cursor * g < M + g, so offset + g - 1 fits in 32 bits (CheckMaximum) and the
+  // slot is at most ceil(M / g) + 1 ahead of the cursor: inside the ring.
+  Ticks SlotOf(Ticks deadline) const noexcept {
+    const auto offset = static_cast<std::uint32_t>(deadline - m_cursorStart);
+    return m_cursor + m_perSlot.Divide(offset + m_granularity - 1);
+  }
+
+  // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
+  std::uint32_t ListOf(Ticks slot) const noexcept {
+    return slot == m_cursor ? kExpiredList : static_cast<std::uint32_t>(slot & m_slotMask);
+  }
+
+  // Appends `id` (not in any list) to the list of `slot`, which is due already if it is the
+  // cursor's (timeout 0 on a slot boundary).
+  TIMERWHEEL_ALWAYS_INLINE void Link(std::uint32_t id, Ticks slot) noexcept {
+    if (slot == m_cursor) {
+      PushBack(m_expired, id, kExpiredList);
+      return;
+    }
+    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
+    List& list = m_slots[index];
+    // A non-empty slot has its bit set already (bits are cleared lazily, never early).
+    if (list.head == kNoIndex) m_occupied.Set(index);
+    PushBack(list, id, index);
+    if (m_earliestValid && slot < m_earliest) m_earliest = slot;
+  }
+
+  // Takes `id` out of its list (leaving `list` stale for the caller to set).
+  TIMERWHEEL_ALWAYS_INLINE void Detach(std::uint32_t id) noexcept {
+    const std::uint32_t list = m_pool.NodeOf(id).list;
+    if (list == kExpiredList) {
+      Unlink(m_expired, id);
+      return;
+    }
+    Unlink(m_slots[list], id);
+    // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
+    // cancel then costs an unlink and this compare.
+    if (m_slots[list].head == kNoIndex && m_earliestValid && (m_earliest & m_slotMask) == list) {
+      m_earliestValid = false;
+    }
+  }
+
   // Moves every slot that is due at `now` to the expired list, in slot order.
-  void AdvanceTo(Ticks now) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
     if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
   }
 
@@ -175,7 +219,8 @@ class WheelScheduler {
       MoveSlotToExpired(static_cast<std::uint32_t>(found));
     }
     m_cursor = newCursor;
-    m_nextAdvanceAt = (newCursor + 1) * m_granularity;
+    m_cursorStart = newCursor * m_granularity;
+    m_nextAdvanceAt = m_cursorStart + m_granularity;
     if (m_earliestValid && m_earliest <= newCursor) m_earliestValid = false;
   }
 
@@ -183,44 +228,45 @@ class WheelScheduler {
     List& slot = m_slots[index];
     m_occupied.Clear(index);
     if (slot.head == kNoIndex) return;  // a stale occupancy bit
-    for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool[id].node.next) {
-      m_pool[id].node.list = kExpiredList;
+    for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
+      m_pool.NodeOf(id).list = kExpiredList;
     }
     // Splice the whole slot onto the tail of the expired list.
     if (m_expired.tail == kNoIndex) {
       m_expired.head = slot.head;
     } else {
-      m_pool[m_expired.tail].node.next = slot.head;
-      m_pool[slot.head].node.prev = m_expired.tail;
+      m_pool.NodeOf(m_expired.tail).next = slot.head;
+      m_pool.NodeOf(slot.head).prev = m_expired.tail;
     }
     m_expired.tail = slot.tail;
     slot = List{};
   }
 
-  void PushBack(List& list, std::uint32_t id, std::uint32_t listId) noexcept {
-    Node& node = m_pool[id].node;
+  TIMERWHEEL_ALWAYS_INLINE void PushBack(List& list, std::uint32_t id,
+                                         std::uint32_t listId) noexcept {
+    Node& node = m_pool.NodeOf(id);
     node.list = listId;
     node.next = kNoIndex;
     node.prev = list.tail;
     if (list.tail == kNoIndex) {
       list.head = id;
     } else {
-      m_pool[list.tail].node.next = id;
+      m_pool.NodeOf(list.tail).next = id;
     }
     list.tail = id;
   }
 
-  void Unlink(List& list, std::uint32_t id) noexcept {
-    Node& node = m_pool[id].node;
+  TIMERWHEEL_ALWAYS_INLINE void Unlink(List& list, std::uint32_t id) noexcept {
+    const Node& node = m_pool.NodeOf(id);
     if (node.prev == kNoIndex) {
       list.head = node.next;
     } else {
-      m_pool[node.prev].node.next = node.next;
+      m_pool.NodeOf(node.prev).next = node.next;
     }
     if (node.next == kNoIndex) {
       list.tail = node.prev;
     } else {
-      m_pool[node.next].node.prev = node.prev;
+      m_pool.NodeOf(node.next).prev = node.prev;
     }
   }
 
@@ -229,12 +275,14 @@ class WheelScheduler {
   const Milliseconds m_maximumTimeout;
   std::vector<List> m_slots;  // ring of N slots, N a power of two
   const Ticks m_slotMask;
-  SlotBitmap m_occupied;   // m_slots[i] non-empty => bit i set (cleared lazily)
-  List m_expired;          // due, not yet detached; in firing order
-  Ticks m_cursor;          // absolute slot number: every slot <= it has been moved to m_expired
-  Ticks m_nextAdvanceAt;   // (m_cursor + 1) * g: the instant the next slot becomes due
-  std::size_t m_size = 0;  // scheduled timers: in slots + expired
-  Ticks m_earliest = 0;    // cached absolute number of the earliest occupied slot...
+  SlotBitmap m_occupied;       // m_slots[i] non-empty => bit i set (cleared lazily)
+  const Reciprocal m_perSlot;  // division by g
+  List m_expired;              // due, not yet detached; in firing order
+  Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to m_expired
+  Ticks m_cursorStart;         // m_cursor * g
+  Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
+  std::size_t m_size = 0;      // scheduled timers: in slots + expired
+  Ticks m_earliest = 0;        // cached absolute number of the earliest occupied slot...
   bool m_earliestValid = false;  // ...when this is set
 };
 

@@ -35,7 +35,7 @@ inline boost::system::error_code ToErrorCode(EngineError error) noexcept {
   }
 }
 
-inline Address ToAddress(const boost::asio::ip::udp::endpoint& endpoint) noexcept {
+inline Address ToAddress(const boost::asio::ip::udp::endpoint& endpoint) {
   Address address;
   address.port = endpoint.port();
   const auto ip = endpoint.address();

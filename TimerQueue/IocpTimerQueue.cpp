@@ -1,12 +1,6 @@
 #include "TimerQueue/IocpTimerQueue.h"
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include <windows.h>  // WIN32_LEAN_AND_MEAN and NOMINMAX come from the build
 
 #include <stdexcept>
 #include <system_error>

@@ -20,7 +20,7 @@ constexpr double kEpsilon = 1e-6;
 }  // namespace
 
 Pacer::Pacer(std::size_t maxDatagramSize, std::uint64_t window, Microseconds rtt) noexcept
-    : m_maxDatagramSize(maxDatagramSize), m_tokens(0) {
+    : m_maxDatagramSize(maxDatagramSize) {
   m_tokens = Capacity(window, rtt);
 }
 

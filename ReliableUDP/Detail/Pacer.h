@@ -32,7 +32,7 @@ class Pacer {
   double TokensAt(Microseconds now, std::uint64_t window, Microseconds rtt) const noexcept;
 
   std::size_t m_maxDatagramSize;
-  double m_tokens;  // bytes
+  double m_tokens = 0;  // bytes
   Microseconds m_updated = 0;
 };
 

@@ -59,7 +59,7 @@ struct FailureFixture {
 };
 
 // Every arming ended exactly one way: fired, cancelled, replaced by a set or update, or destroyed
-// while pending (as in the stress test in DriverTests.cpp). Call once nothing is pending.
+// while pending (the stress test in DriverTests.cpp checks the same). Call once nothing is pending.
 inline void CheckArmingsBalance(const CountingTimerQueueMonitor& m) {
   const auto armings = m.Set() + m.Updated() + m.OneShotCreated();
   const auto endings = m.Fired() + m.Cancelled() + m.SetWhilePending() + m.UpdatedWhilePending() +

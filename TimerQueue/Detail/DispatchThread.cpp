@@ -5,13 +5,7 @@
 #include <system_error>
 
 #ifdef _WIN32
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include <windows.h>  // WIN32_LEAN_AND_MEAN and NOMINMAX come from the build
 #endif
 
 #include "TimerQueue/Detail/DestroyedFromOwnCallback.h"

@@ -10,7 +10,7 @@
 namespace timerwheel::detail {
 
 #if defined(__SIZEOF_INT128__)
-__extension__ typedef unsigned __int128 Uint128;  // GCC and Clang: no -Wpedantic warning
+using Uint128 = __uint128_t;  // GCC's and Clang's built-in name: no -Wpedantic warning
 #endif
 
 // n / d for every 32-bit n, exactly, by one 64x64->128 multiply: with

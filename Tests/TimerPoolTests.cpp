@@ -1,7 +1,7 @@
 // The record pool's handle generations: a slot whose generation has run out is retired.
 #include <catch2/catch.hpp>
 
-#include "TimerQueue/Detail/TimerPool.h"
+#include "TimerQueue/Core/TimerPool.h"
 
 using namespace timerwheel;
 using namespace timerwheel::detail;

@@ -3,8 +3,8 @@
 
 #include <cstddef>
 
-#include "TimerQueue/Detail/BasicTimerQueue.h"
-#include "TimerQueue/Detail/HeapScheduler.h"
+#include "TimerQueue/Core/BasicTimerQueue.h"
+#include "TimerQueue/Core/HeapScheduler.h"
 #include "TimerQueue/SystemTickProvider.h"
 
 namespace timerwheel {

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "TimerQueue/Detail/BasicTimerQueue.h"
+#include "TimerQueue/Core/BasicTimerQueue.h"
 #include "TimerQueue/SystemTickProvider.h"
 #include "TimerWheel/Detail/WheelScheduler.h"
 

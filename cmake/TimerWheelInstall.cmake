@@ -4,7 +4,7 @@
 #
 # Layout:
 #   <libdir>/                             the libraries
-#   <includedir>/timerwheel/TimerQueue/   every *.h of TimerQueue/ (Detail/ too)
+#   <includedir>/timerwheel/TimerQueue/   every *.h of TimerQueue/ (Core/ and Detail/ too)
 #   <includedir>/timerwheel/TimerWheel/   every *.h of TimerWheel/
 #   <includedir>/timerwheel/ReliableUDP/  every *.h of ReliableUDP/ (Detail/ too)
 #   <libdir>/cmake/TimerWheel/            config, version and targets files
@@ -34,7 +34,7 @@ install(TARGETS ${_timerwheel_targets}
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
 # Headers keep their paths below the library folder, so that an installed
-# #include "TimerQueue/Detail/TimerPool.h" means what it means in the source tree.
+# #include "TimerQueue/Core/TimerPool.h" means what it means in the source tree.
 foreach(_dir IN ITEMS TimerQueue TimerWheel ReliableUDP)
   if(NOT TARGET ${_dir})
     continue()

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "TimerQueue/Detail/TimerPool.h"
+#include "TimerQueue/Core/TimerPool.h"
 #include "TimerQueue/TimerTypes.h"
 #include "TimerWheel/Detail/Reciprocal.h"
 #include "TimerWheel/Detail/SlotBitmap.h"

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "TimerQueue/Detail/TimerPool.h"
+#include "TimerQueue/Core/TimerPool.h"
 #include "TimerQueue/IManageTimerQueue.h"
 #include "TimerQueue/ITickProvider.h"
 #include "TimerQueue/ITimerQueueMonitor.h"

@@ -48,6 +48,9 @@ struct ConnectionStatistics {
   // Timers: how often each kind was armed (set or re-set) and how often it fired.
   std::uint64_t timerArmed[kTimerKindCount] = {};
   std::uint64_t timerFired[kTimerKindCount] = {};
+  // Sent-packet records looked at by ACK processing and loss detection, in total: what ACK
+  // frames cost this side (bounded per frame by its ranges and what it newly acknowledges).
+  std::uint64_t ackRecordsVisited = 0;
 };
 
 struct EndpointStatistics {
@@ -73,6 +76,9 @@ struct EndpointStatistics {
   std::uint64_t cookiesSent = 0;
   std::uint64_t connectionsAccepted = 0;
   std::uint64_t connectionsOpen = 0;  // now
+  // Larger than the endpoint's maxDatagramSize: dropped before parsing (no peer of ours sends
+  // one, since each sends at most the smaller of the two sides' maxDatagramSize).
+  std::uint64_t droppedOversize = 0;
 };
 
 }  // namespace timerwheel::rudp

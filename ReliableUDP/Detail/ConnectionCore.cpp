@@ -155,6 +155,7 @@ void ConnectionCore::OnDataPacket(const DecodedPacket& packet, std::size_t datag
 bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
+  bool haveAck = false;
   while (!reader.AtEnd()) {
     if (reader.Next(frame) != DecodeStatus::Ok) {
       ++m_context.stats.droppedMalformed;
@@ -162,10 +163,14 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
     }
     switch (frame.type) {
       case FrameType::Ack:
-        if (frame.ack.largest >= m_nextPacketNumber) {  // an ACK of a packet never sent
+        // One ACK frame per packet: ours never send more (one frame holds every range we
+        // remember), and a packet full of them would make the peer's ACKs cost a multiple of
+        // the datagram's size to process.
+        if (haveAck || frame.ack.largest >= m_nextPacketNumber) {  // or a packet never sent
           ProtocolViolation();
           return false;
         }
+        haveAck = true;
         break;
       case FrameType::Stream:
         if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
@@ -791,6 +796,7 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.packetsRetransmitted = m_stats.packetsRetransmitted;
   stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
   stats.flowControlStalls = m_stats.flowControlStalls;
+  stats.ackRecordsVisited = m_loss.RecordsVisited();
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];
     stats.timerFired[kind] = m_stats.timerFired[kind];

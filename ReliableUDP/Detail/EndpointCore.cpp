@@ -34,6 +34,12 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
   auto& stats = m_context.stats;
   ++stats.datagramsReceived;
   stats.bytesReceived += size;
+  if (size > m_context.options.maxDatagramSize) {
+    // No peer of ours sends one (each sends at most the smaller of both maxDatagramSizes, and a
+    // Hello is exactly kHelloSize): not worth a parse, nor a checksum over 64 KB.
+    ++stats.droppedOversize;
+    return;
+  }
 
   DecodedPacket packet;
   const DecodeStatus status = DecodePacket(data, size, packet);

@@ -80,20 +80,22 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   m_anyAcked = true;
 
   // Ranges may repeat what earlier ACKs said, or name packets already forgotten: only records
-  // not yet Acked count, and none below FirstUnacked() exist.
+  // not yet Acked count, and none below FirstUnacked() exist. The walk jumps over runs of Acked
+  // records (NextNotAcked), so a frame costs O(ranges x log(records) + newly acknowledged)
+  // however many records are held and however often the peer repeats itself.
   bool newlyAcked = false;
   bool haveRttSample = false;
   Microseconds sampleSentTime = 0;
   for (std::size_t k = 0; k < rangeCount; ++k) {
     const AckRange& range = ack.ranges[k];
-    if (range.smallest > range.largest) continue;
+    if (range.smallest > range.largest || range.largest < m_log.FirstUnacked()) continue;
     const PacketNumber from = std::max(range.smallest, m_log.FirstUnacked());
-    for (std::size_t i = m_log.LowerBound(from); i < m_log.Count(); ++i) {
+    for (std::size_t i = m_log.NextNotAcked(m_log.LowerBound(from)); i < m_log.Count();
+         i = m_log.NextNotAcked(i + 1)) {
       SentPacketLog::Record& record = m_log.At(i);
       if (record.packet.packetNumber > range.largest) break;
-      if (record.state == SentPacketLog::State::Acked) continue;
       const bool wasLost = record.state == SentPacketLog::State::Lost;
-      record.state = SentPacketLog::State::Acked;
+      m_log.MarkAcked(i);
       const SentPacket packet = record.packet;
       newlyAcked = true;
       ++m_packetsAcked;
@@ -151,7 +153,11 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
   std::size_t firstCandidate = 0;
   std::size_t lastCandidate = 0;
 
+  // From the first Outstanding record to the largest acknowledged: every Outstanding record more
+  // than kPacketThreshold below the largest is declared lost here, so what this passes over is
+  // what this ACK acknowledged or declares lost, plus at most kPacketThreshold records.
   for (std::size_t i = m_log.LowerBound(m_log.FirstOutstanding()); i < m_log.Count(); ++i) {
+    m_log.NoteVisits(1);
     SentPacketLog::Record& record = m_log.At(i);
     if (record.packet.packetNumber > m_largestAcked) break;
     if (record.state != SentPacketLog::State::Outstanding) continue;

@@ -104,6 +104,8 @@ class LossRecovery {
   LossRecoveryStatistics Statistics() const noexcept;
   // Sent packets still remembered (outstanding, or acked/lost but not yet forgotten): diagnostics.
   std::size_t RecordCount() const noexcept { return m_log.Count(); }
+  // Sent-packet records looked at so far by ACK processing and loss detection: the cost of ACKs.
+  std::uint64_t RecordsVisited() const noexcept { return m_log.RecordsVisited(); }
 
   // Forget everything in flight (connection closed).
   void DiscardAll() noexcept;

@@ -15,6 +15,7 @@ std::size_t SentPacketLog::LowerBound(PacketNumber pn) const noexcept {
   std::size_t low = 0;
   std::size_t high = m_count;
   while (low < high) {
+    ++m_visits;
     const std::size_t mid = low + (high - low) / 2;
     if (At(mid).packet.packetNumber < pn) {
       low = mid + 1;
@@ -23,6 +24,33 @@ std::size_t SentPacketLog::LowerBound(PacketNumber pn) const noexcept {
     }
   }
   return low;
+}
+
+std::size_t SentPacketLog::NextNotAcked(std::size_t index) noexcept {
+  const std::uint64_t end = m_frontSequence + m_count;
+  std::uint64_t sequence = m_frontSequence + index;
+  while (sequence < end) {
+    ++m_visits;
+    Record& record = AtSequence(sequence);
+    if (record.state != State::Acked) break;
+    // Path halving: point this record past its successor when that one is Acked too, so the
+    // next walk over the same run takes half the steps.
+    // (A record set to Acked without MarkAcked has a stale link: it leads at least one on.)
+    std::uint64_t next = std::max(record.nextNotAcked, sequence + 1);
+    if (next < end) {
+      const Record& successor = AtSequence(next);
+      if (successor.state == State::Acked) next = std::max(successor.nextNotAcked, next + 1);
+    }
+    record.nextNotAcked = next;
+    sequence = next;
+  }
+  return static_cast<std::size_t>(std::min(sequence, end) - m_frontSequence);
+}
+
+void SentPacketLog::MarkAcked(std::size_t index) noexcept {
+  Record& record = At(index);
+  record.state = State::Acked;
+  record.nextNotAcked = m_frontSequence + index + 1;
 }
 
 void SentPacketLog::Push(const SentPacket& packet) {
@@ -45,6 +73,7 @@ void SentPacketLog::Push(const SentPacket& packet) {
 void SentPacketLog::PopFront() noexcept {
   m_head = (m_head + 1) & (m_ring.size() - 1);
   --m_count;
+  ++m_frontSequence;
 }
 
 void SentPacketLog::TrimFront(Microseconds now, Microseconds keepLost) noexcept {
@@ -58,15 +87,19 @@ void SentPacketLog::TrimFront(Microseconds now, Microseconds keepLost) noexcept 
 }
 
 void SentPacketLog::AdvanceHints(PacketNumber nextPacketNumber) noexcept {
+  // Both hints only move forward: the records stepped over here are each passed once.
   std::size_t i = LowerBound(m_firstOutstanding);
-  while (i < m_count && At(i).state != State::Outstanding) ++i;
+  while (i < m_count && At(i).state != State::Outstanding) {
+    ++m_visits;
+    ++i;
+  }
   m_firstOutstanding = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
-  i = LowerBound(m_firstUnacked);
-  while (i < m_count && At(i).state == State::Acked) ++i;
+  i = NextNotAcked(LowerBound(m_firstUnacked));
   m_firstUnacked = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
 }
 
 void SentPacketLog::Clear(PacketNumber nextPacketNumber) noexcept {
+  m_frontSequence += m_count;
   m_head = 0;
   m_count = 0;
   m_firstOutstanding = nextPacketNumber;

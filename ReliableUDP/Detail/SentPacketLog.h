@@ -27,14 +27,24 @@ struct SentPacket {
 // Outstanding and the oldest not-yet-Acked packet number, let scans skip the settled front
 // (states only move away from Outstanding, and Lost may still become Acked).
 //
+// Acked records in the middle stay (one Lost or Outstanding record at the front holds every later
+// one), so an ACK walk must not step over them one by one: a peer that repeats ranges would make
+// each ACK frame cost every record held. Each Acked record links forward to a later record that
+// may not be Acked (a union-find "next" structure over absolute sequence numbers, with path
+// halving), so NextNotAcked skips any run of Acked records in amortised near-constant time.
+//
 // Not thread-safe. Complexity: Push amortised O(1) (the ring doubles, and keeps its capacity, so
-// a warm connection allocates nothing); LowerBound O(log n).
+// a warm connection allocates nothing); LowerBound O(log n); NextNotAcked and MarkAcked amortised
+// O(log n) at worst, near O(1) in practice. RecordsVisited() counts the records these touch.
 class SentPacketLog {
  public:
   enum class State : std::uint8_t { Outstanding, Acked, Lost };
   struct Record {
     SentPacket packet;
     Microseconds lostTime = 0;  // when it was declared lost (State::Lost)
+    // Acked: the sequence number (see m_frontSequence) of a later record that may not be Acked,
+    // or one past the newest. Unused otherwise.
+    std::uint64_t nextNotAcked = 0;
     State state = State::Outstanding;
   };
 
@@ -51,6 +61,14 @@ class SentPacketLog {
   }
   // The first index whose packet number is >= pn (Count() if none).
   std::size_t LowerBound(PacketNumber pn) const noexcept;
+  // The first index >= `index` whose record is not Acked (Count() if none).
+  std::size_t NextNotAcked(std::size_t index) noexcept;
+  // Sets the record at `index` to Acked (it was not), linking it past itself.
+  void MarkAcked(std::size_t index) noexcept;
+  // How many records LowerBound, NextNotAcked and AdvanceHints have looked at, plus what callers
+  // added with NoteVisits (the ACK-processing cost a test or a benchmark can read).
+  std::uint64_t RecordsVisited() const noexcept { return m_visits; }
+  void NoteVisits(std::uint64_t count) const noexcept { m_visits += count; }
 
   // Lower bounds on the oldest Outstanding and the oldest not-yet-Acked packet number.
   PacketNumber FirstOutstanding() const noexcept { return m_firstOutstanding; }
@@ -65,10 +83,17 @@ class SentPacketLog {
 
  private:
   void PopFront() noexcept;
+  Record& AtSequence(std::uint64_t sequence) noexcept {
+    return At(static_cast<std::size_t>(sequence - m_frontSequence));
+  }
 
   std::vector<Record> m_ring;  // capacity a power of two (or 0), indexed modulo its size
   std::size_t m_head = 0;
   std::size_t m_count = 0;
+  // Every record pushed gets the next sequence number; the front record has m_frontSequence, so
+  // index i is sequence m_frontSequence + i (links survive PopFront and the ring's growth).
+  std::uint64_t m_frontSequence = 0;
+  mutable std::uint64_t m_visits = 0;
   PacketNumber m_firstOutstanding = 0;
   PacketNumber m_firstUnacked = 0;
 };

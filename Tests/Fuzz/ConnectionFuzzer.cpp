@@ -715,10 +715,11 @@ class Harness {
       Check(stats.connectionsOpen <= 1, std::string(side == kClient ? "client" : "server") +
                                             " has " + std::to_string(stats.connectionsOpen) +
                                             " connections open");
-      const std::uint64_t dropped =
-          stats.droppedMalformed + stats.droppedBadChecksum + stats.droppedUnknownConnection +
-          stats.droppedBadCookie + stats.droppedNotAccepting + stats.droppedBacklogFull +
-          stats.droppedUnexpected + stats.droppedTooFragmented + stats.droppedWrongAddress;
+      const std::uint64_t dropped = stats.droppedMalformed + stats.droppedBadChecksum +
+                                    stats.droppedUnknownConnection + stats.droppedBadCookie +
+                                    stats.droppedNotAccepting + stats.droppedBacklogFull +
+                                    stats.droppedUnexpected + stats.droppedTooFragmented +
+                                    stats.droppedWrongAddress + stats.droppedOversize;
       Check(dropped <= stats.datagramsReceived, "more datagrams dropped than received");
       Check(stats.connectionsAccepted <= stats.datagramsReceived, "more accepted than received");
     }

@@ -25,7 +25,8 @@ constexpr Microseconds kSecond = 1'000'000;
 std::uint64_t Dropped(const rudp::EndpointStatistics& s) {
   return s.droppedMalformed + s.droppedBadChecksum + s.droppedUnknownConnection +
          s.droppedBadCookie + s.droppedNotAccepting + s.droppedBacklogFull + s.droppedUnexpected +
-         s.droppedProtocolViolation + s.droppedTooFragmented + s.droppedWrongAddress;
+         s.droppedProtocolViolation + s.droppedTooFragmented + s.droppedWrongAddress +
+         s.droppedOversize;
 }
 
 void PutVarInt(std::vector<std::uint8_t>& out, std::uint64_t value) {

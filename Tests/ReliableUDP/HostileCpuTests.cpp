@@ -4,8 +4,8 @@
 // packets never received (optimistic ACK), and a HelloWithCookie replayed with a forged cookie.
 // Each test plays the attacker on the simulated network, with packets built by hand from the
 // documented wire format, and asserts the bound with a counter.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -134,8 +134,8 @@ struct Hijacked {
   std::uint64_t serverDatagrams = 0, serverBytes = 0, welcomes = 0;
 };
 
-[[maybe_unused]] bool WaitClosed(SimulatedNetwork& network, Connection& connection, Microseconds within,
-                boost::system::error_code& reason) {
+[[maybe_unused]] bool WaitClosed(SimulatedNetwork& network, Connection& connection,
+                                 Microseconds within, boost::system::error_code& reason) {
   bool ended = false;
   connection.AsyncWaitClosed([&](boost::system::error_code ec) {
     ended = true;
@@ -240,4 +240,38 @@ TEST_CASE("a datagram larger than maxDatagramSize is dropped before parsing, and
   // At the limit, it is an ordinary packet.
   h.Send(h.Packet([&](PacketWriter& w) { REQUIRE(w.AppendPing()); }));
   CHECK(h.serverSide->GetStatistics().packetsReceived == received + 1);
+}
+
+// Item 8. A HelloWithCookie for a live connection (same address and client connection ID) used
+// to draw a Welcome without its cookie being checked.
+TEST_CASE("a repeated HelloWithCookie is verified every time, also for a live connection",
+          "[rudp][sim][hostile][hostile-cpu][handshake]") {
+  SimulatedNetwork network(1408);
+  Hijacked h(network);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(5));
+  REQUIRE(!h.helloWithCookie.empty());
+  DecodedPacket genuine;
+  REQUIRE(DecodePacket(h.helloWithCookie.data(), h.helloWithCookie.size(), genuine) ==
+          DecodeStatus::Ok);
+  h.Hijack();
+
+  // The same client ID and parameters, from the client's address, with a cookie never minted.
+  auto forgedCookie = genuine.header.cookie;
+  forgedCookie[0] ^= 0x5A;
+  std::vector<std::uint8_t> forged(kHelloSize);
+  PacketWriter writer(forged.data(), forged.size());
+  writer.BeginHelloWithCookie(genuine.header.source, forgedCookie, genuine.header.parameters);
+  forged.resize(writer.Finish());
+
+  const auto welcomes = h.welcomes;
+  const auto badCookies = h.server->Statistics().droppedBadCookie;
+  for (int i = 0; i < 10; ++i) h.Send(forged);
+  CHECK(h.welcomes == welcomes);
+  CHECK(h.server->Statistics().droppedBadCookie == badCookies + 10);
+  CHECK(h.server->Statistics().connectionsOpen == 1);
+
+  // The genuine one, repeated (our Welcome was lost), still gets its Welcome again.
+  h.Send(h.helloWithCookie);
+  CHECK(h.welcomes == welcomes + 1);
 }

@@ -25,6 +25,9 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   if (ackEliciting && pn != expected) m_ackNow = true;
 
   m_received.Insert(pn, pn + 1);
+  // Once there is a gap (a loss, or a number the peer skipped on purpose), make room for every
+  // range at once: the set then never reallocates, however the gaps come.
+  if (m_received.RangeCount() > 1) m_received.Reserve(kMaxAckRanges + 1);
   if (!m_anyReceived || pn > m_largest) {
     m_largest = pn;
     m_largestArrival = now;

@@ -30,6 +30,7 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
                                  context.options.congestionControl == CongestionControl::NewReno,
                                  context.options.pacing}),
+      m_packetNumbers(context.secrets.Next()),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
       m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
@@ -166,11 +167,22 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
         // One ACK frame per packet: ours never send more (one frame holds every range we
         // remember), and a packet full of them would make the peer's ACKs cost a multiple of
         // the datagram's size to process.
-        if (haveAck || frame.ack.largest >= m_nextPacketNumber) {  // or a packet never sent
+        if (haveAck || frame.ack.largest >= m_packetNumbers.Current()) {  // or never sent
           ProtocolViolation();
           return false;
         }
         haveAck = true;
+        // RFC 9000 21.4: a number we skipped was never sent, so a peer acknowledging it claims
+        // packets it did not receive (an optimistic ACK, to inflate our window). No forgery
+        // can hit a skipped number by chance often: the connection ends at once.
+        for (std::size_t k = 0; k < frame.ack.rangeCount; ++k) {
+          if (m_packetNumbers.Covers(frame.ack.ranges[k].smallest, frame.ack.ranges[k].largest)) {
+            ++m_context.stats.droppedProtocolViolation;
+            SendAbortPacket(CloseCode::ProtocolError);
+            Terminate(EngineError::ProtocolError);
+            return false;
+          }
+        }
         break;
       case FrameType::Stream:
         if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
@@ -503,7 +515,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
   SentPacket sent;
-  sent.packetNumber = m_nextPacketNumber;
+  sent.packetNumber = m_packetNumbers.Current();
   sent.timeSent = now;
   writer.BeginData(m_peerId, sent.packetNumber);
 
@@ -552,7 +564,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   }
   if (writer.FramesSize() == 0) return;  // nothing to say after all
 
-  ++m_nextPacketNumber;
+  m_packetNumbers.Advance();
   sent.size = static_cast<std::uint32_t>(Transmit(writer));
   sent.ackEliciting = ackEliciting;
   m_loss.OnPacketSent(sent);
@@ -567,7 +579,8 @@ void ConnectionCore::SendAbortPacket(CloseCode code) {
   // Sent once, unreliably (like QUIC's CONNECTION_CLOSE): the state is gone right after.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
-  writer.BeginData(m_peerId, m_nextPacketNumber++);
+  writer.BeginData(m_peerId, m_packetNumbers.Current());
+  m_packetNumbers.Advance();
   writer.AppendClose(code);
   Transmit(writer);
 }

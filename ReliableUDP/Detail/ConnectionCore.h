@@ -10,6 +10,7 @@
 #include "ReliableUDP/Detail/AckTracker.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/LossRecovery.h"
+#include "ReliableUDP/Detail/PacketNumberSkipper.h"
 #include "ReliableUDP/Detail/ReceiveBuffer.h"
 #include "ReliableUDP/Detail/SendBuffer.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
@@ -213,8 +214,8 @@ class ConnectionCore final : private IPacketFate {
   // Sending.
   SendBuffer m_sendBuffer;
   LossRecovery m_loss;
-  PacketNumber m_nextPacketNumber = 0;
-  std::uint64_t m_peerMaxData = 0;  // flow-control limit on our stream offsets
+  PacketNumberSkipper m_packetNumbers;  // with unpredictable gaps: the optimistic-ACK defence
+  std::uint64_t m_peerMaxData = 0;      // flow-control limit on our stream offsets
   VectorQueue<PendingSend> m_pendingSends;
   unsigned m_probesToSend = 0;
   Microseconds m_lastAckElicitingSent = 0;

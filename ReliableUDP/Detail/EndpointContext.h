@@ -39,6 +39,9 @@ class IEndpointIo {
   // Runs handler(error) later, never inside this call (user handlers never run inside the
   // engine, so never under the caller's lock).
   virtual void Post(Completion handler, EngineError error) = 0;
+  // The key behind what a peer must not predict (which packet numbers a connection skips).
+  // Random by default; a simulation returns one derived from its seed, so that a run repeats.
+  virtual SipHashKey SecretKey() { return RandomSipHashKey(); }
 
  protected:
   ~IEndpointIo() = default;
@@ -53,6 +56,7 @@ struct EndpointContext {
         timerGranularity(timerGranularity_),
         options(options_),
         connectionIds(RandomSipHashKey()),
+        secrets(io_.SecretKey()),
         datagram(options_.maxDatagramSize) {}
 
   // Finishes the datagram `writer` built and sends it. Every datagram goes out through here, so
@@ -72,6 +76,7 @@ struct EndpointContext {
   EndpointOptions options;  // validated
   ChunkPool pool;
   ConnectionIdGenerator connectionIds;
+  ConnectionIdGenerator secrets;  // unpredictable seeds (PacketNumberSkipper), not IDs
   EndpointStatistics stats;
   // Scratch space shared by all connections (the engine is never entered twice at once): a datagram
   // buffer per connection would cost every idle connection maxDatagramSize (1.2 KB by default).

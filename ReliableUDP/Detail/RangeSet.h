@@ -35,6 +35,8 @@ class RangeSet {
   const Range& Back() const noexcept { return m_ranges.back(); }
   void PopFront() { m_ranges.erase(m_ranges.begin()); }
   void Clear() noexcept { m_ranges.clear(); }
+  // Room for `count` ranges, so that growing to them allocates no more.
+  void Reserve(std::size_t count) { m_ranges.reserve(count); }
   // Frees the storage (idle connections keep no memory).
   void ShrinkToFit();
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "ReliableUDP/Detail/PacketNumberSkipper.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
@@ -274,4 +275,63 @@ TEST_CASE("a repeated HelloWithCookie is verified every time, also for a live co
   // The genuine one, repeated (our Welcome was lost), still gets its Welcome again.
   h.Send(h.helloWithCookie);
   CHECK(h.welcomes == welcomes + 1);
+}
+
+// Item 7. Packet numbers have gaps the peer cannot predict; an ACK claiming one was received is
+// a lie about what arrived (to inflate the sender's window) and ends the connection at once.
+TEST_CASE("PacketNumberSkipper leaves unpredictable gaps and recognises ACKs of them",
+          "[rudp][hostile-cpu][optimistic-ack]") {
+  PacketNumberSkipper a(1), b(2);
+  std::vector<PacketNumber> numbersA, numbersB;
+  for (int i = 0; i < 5000; ++i) {
+    numbersA.push_back(a.Current());
+    a.Advance();
+    numbersB.push_back(b.Current());
+    b.Advance();
+  }
+  CHECK(numbersA != numbersB);  // the seed decides where the gaps fall
+  // Mean gaps 32, 64, ... 1024: about 10 skips in 5000 packets, the first within 64.
+  CHECK(a.SkippedCount() >= 5);
+  CHECK(a.SkippedCount() <= 30);
+  CHECK(numbersA.back() == numbersA.size() - 1 + a.SkippedCount());
+  PacketNumber firstGap = 0;
+  for (std::size_t i = 1; i < numbersA.size() && firstGap == 0; ++i) {
+    if (numbersA[i] != numbersA[i - 1] + 1) firstGap = numbersA[i - 1] + 1;
+  }
+  CHECK(firstGap >= 1);
+  CHECK(firstGap <= 2 * PacketNumberSkipper::kFirstMeanGap);
+  // Numbers actually sent are never "covered"; ranges over a remembered gap are.
+  for (PacketNumber pn : numbersA) CHECK_FALSE(a.Covers(pn, pn));
+  CHECK(a.Covers(0, a.Current() - 1));
+  CHECK(a.Covers(firstGap, firstGap) == (a.SkippedCount() <= PacketNumberSkipper::kRemembered));
+}
+
+TEST_CASE("an ACK of a skipped packet number ends the connection with ProtocolError at once",
+          "[rudp][sim][hostile][hostile-cpu][optimistic-ack]") {
+  SimulatedNetwork network(1407);
+  Hijacked h(network);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(200, /*toServer*/ false));  // a few hundred server packets, all received
+  h.Hijack();
+  // The server keeps sending; the attacker acknowledges everything up to the largest sent, as
+  // one range, as if it had received it all.
+  std::vector<std::uint8_t> big(256u << 10, 0x5A);
+  h.serverSide->AsyncSend(boost::asio::buffer(big), [](boost::system::error_code) {});
+  network.RunFor(50 * kMillisecond);
+  const PacketNumber first = *h.serverSent.begin();
+  const PacketNumber largest = *h.serverSent.rbegin();
+  // Numbers the server never used lie in [first, largest] (the defence is on).
+  REQUIRE(h.serverSent.size() < largest - first + 1);
+  bool ended = false;
+  boost::system::error_code reason;
+  h.serverSide->AsyncWaitClosed([&](boost::system::error_code ec) {
+    ended = true;
+    reason = ec;
+  });
+  const auto cwnd = h.serverSide->GetStatistics().congestionWindow;
+  h.Send(h.AckPacket({AckRange{first, largest}}));
+  CHECK(ended);  // the first such ACK, not the hundredth
+  CHECK(reason == Error::ProtocolError);
+  CHECK(h.server->Statistics().connectionsOpen == 0);
+  CHECK(h.serverSide->GetStatistics().congestionWindow == cwnd);  // it grew nothing
 }

@@ -67,6 +67,9 @@ class SimulatedHost final : public rudp::detail::IEndpointIo {
                     std::size_t size) override;
   Microseconds Now() const override;
   void Post(rudp::detail::Completion handler, rudp::detail::EngineError error) override;
+  // From the network's seed and this host's port (not from the network's generator, whose
+  // sequence decides every link's fate): a run repeats exactly.
+  rudp::detail::SipHashKey SecretKey() override;
 
  private:
   class Ticks final : public ITickProvider {
@@ -89,7 +92,8 @@ class SimulatedNetwork {
  public:
   static constexpr Microseconds kStart = 1'000'000'000'123;  // odd, far from 0
 
-  explicit SimulatedNetwork(std::uint64_t seed) : m_random(seed) {}
+  explicit SimulatedNetwork(std::uint64_t seed) : m_seed(seed), m_random(seed) {}
+  std::uint64_t Seed() const noexcept { return m_seed; }
 
   Microseconds Now() const noexcept { return m_now; }
 
@@ -230,6 +234,7 @@ class SimulatedNetwork {
   }
 
   Microseconds m_now = kStart;
+  std::uint64_t m_seed;
   std::mt19937_64 m_random;
   LinkProfile m_defaultLink;
   std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkProfile> m_links;
@@ -303,6 +308,14 @@ inline void SimulatedHost::SendDatagram(const rudp::detail::Address& to, const s
 }
 
 inline Microseconds SimulatedHost::Now() const { return m_network.Now(); }
+
+inline rudp::detail::SipHashKey SimulatedHost::SecretKey() {
+  const std::uint64_t network = m_network.Seed();
+  std::seed_seq seed{static_cast<std::uint32_t>(network), static_cast<std::uint32_t>(network >> 32),
+                     std::uint32_t{m_address.port()}};
+  std::mt19937_64 random(seed);
+  return rudp::detail::SipHashKey{random(), random()};
+}
 
 inline void SimulatedHost::Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
   m_network.Post(std::move(handler), error);

@@ -261,13 +261,8 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
     switch (frame.type) {
       case FrameType::Ack:
-        if (!m_peerAckedAnything || frame.ack.largest > m_peerLargestAcked) {
-          // The peer got a packet newer than any it acknowledged before (ACK-only ones count):
-          // both directions work.
-          m_peerAckedAnything = true;
-          m_peerLargestAcked = frame.ack.largest;
-          m_progress = true;
-        }
+        // Progress (m_progress, set by OnPacketAcked) is only a newly acknowledged ack-eliciting
+        // packet of ours: acknowledging our ACK-only packets proves nothing a replay could not.
         if (m_phase != Phase::Draining &&
             m_loss.OnAckReceived(frame.ack, now, *this) != LossRecovery::AckResult::Ok) {
           ProtocolViolation();
@@ -323,6 +318,12 @@ void ConnectionCore::AfterDataPacket(Microseconds now) {
 void ConnectionCore::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
   if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
+  if (m_sendBuffer.AckedPrefix() != m_ackedPrefixSeen) {
+    // The oldest waiting byte moved: the next one waits from now (RestartIdleTimer, which
+    // this progress calls), if any waits.
+    m_ackedPrefixSeen = m_sendBuffer.AckedPrefix();
+    m_oldestDataSince = 0;
+  }
   if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
 
@@ -432,6 +433,13 @@ Microseconds ConnectionCore::IdleTimeout() const {
 
 void ConnectionCore::RestartIdleTimer(Microseconds now) {
   m_idleDeadline = now + IdleTimeout();
+  // Slowloris (RFC 9000 21.6): a peer that acknowledges our PINGs but never our data keeps
+  // the connection "live" while its send buffer stays full. The oldest unacknowledged stream
+  // byte must move within the idle timeout too.
+  if (m_sendBuffer.AckedPrefix() < m_sendBuffer.NextNewOffset()) {
+    if (m_oldestDataSince == 0) m_oldestDataSince = now;
+    m_idleDeadline = std::min(m_idleDeadline, m_oldestDataSince + IdleTimeout());
+  }
   ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
 }
 
@@ -546,6 +554,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
       if (std::uint8_t* bytes = writer.AppendStreamHeader(range.offset, range.size, &written)) {
         m_sendBuffer.Read(range.offset, written, bytes);  // straight into the datagram
         m_sendBuffer.OnSent(range.offset, written);
+        if (m_oldestDataSince == 0) m_oldestDataSince = now;  // nothing was waiting before
         sent.streamOffset = range.offset;
         sent.streamSize = static_cast<std::uint32_t>(written);
         ackEliciting = true;

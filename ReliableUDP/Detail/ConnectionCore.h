@@ -45,11 +45,14 @@ using CloseHandler = Completion;
 // is re-armed only when its deadline in whole milliseconds changes; an expiry already detached when
 // it was re-armed or cancelled is ignored.
 //
-// Liveness: the idle timer restarts whenever the peer acknowledges a packet newer than any
-// before (ACK-only ones count), so a peer that still sends but no longer receives (one-way loss)
-// is detected as well as a silent one. A keepalive PING goes after keepaliveInterval (servers:
-// 1.5 times that) without an ack-eliciting packet sent or received; a lone PING after a quiet
-// spell is answered with ACK + PING, so both sides see their packets acknowledged while only
+// Liveness: the idle timer restarts whenever the peer newly acknowledges an ack-eliciting packet
+// of ours (ACKs of ACK-only packets do not count: a replay could produce them), so a peer that
+// still sends but no longer receives (one-way loss) is detected as well as a silent one. And
+// while stream data waits to be acknowledged, the oldest waiting byte must be acknowledged within
+// the idle timeout, or the connection ends with TimedOut all the same (RFC 9000 21.6, slowloris: a
+// peer acknowledging our PINGs but never our data). A keepalive PING goes after keepaliveInterval
+// (servers: 1.5 times that) without an ack-eliciting packet sent or received; a lone PING after a
+// quiet spell is answered with ACK + PING, so both sides see their packets acknowledged while only
 // one side's keepalive timer fires.
 class ConnectionCore final : private IPacketFate {
  public:
@@ -238,10 +241,12 @@ class ConnectionCore final : private IPacketFate {
   bool m_receivesAbandoned = false;
   std::vector<CloseHandler> m_closeWaiters;
   unsigned m_violations = 0;
-  // Liveness: the peer acknowledged a packet newer than any before (its ACK frames' largest).
+  // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
-  PacketNumber m_peerLargestAcked = 0;
-  bool m_peerAckedAnything = false;
+  // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not
+  // known yet, or nothing waits): it must move within the idle timeout (slowloris).
+  std::uint64_t m_ackedPrefixSeen = 0;
+  Microseconds m_oldestDataSince = 0;
 
   // Timers.
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.

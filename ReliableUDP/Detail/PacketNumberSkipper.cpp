@@ -33,7 +33,8 @@ void PacketNumberSkipper::Advance() noexcept {
 }
 
 bool PacketNumberSkipper::Covers(PacketNumber smallest, PacketNumber largest) const noexcept {
-  const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(m_skippedCount, kRemembered));
+  const std::size_t count =
+      static_cast<std::size_t>(std::min<std::uint64_t>(m_skippedCount, kRemembered));
   for (std::size_t i = 0; i < count; ++i) {
     if (m_skipped[i] >= smallest && m_skipped[i] <= largest) return true;
   }

@@ -49,6 +49,11 @@ struct Hijacked {
         if (packet.header.type != PacketType::Data) return;
         clientId = packet.header.destination;
         serverSent.insert(packet.header.packetNumber);
+        FrameReader reader(packet.frames, packet.framesSize);
+        Frame frame;
+        while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
+          if (frame.type == FrameType::Stream) serverStream.insert(packet.header.packetNumber);
+        }
       } else if (from == client->Address()) {
         if (packet.header.type == PacketType::HelloWithCookie) helloWithCookie = datagram;
         if (packet.header.type != PacketType::Data) return;
@@ -104,12 +109,15 @@ struct Hijacked {
 
   // The newest runs of packet numbers the server sent in [from, to], as ACK ranges (at most
   // kMaxAckRanges, descending): what a client that received all of them would acknowledge.
-  std::vector<AckRange> SentRanges(PacketNumber from, PacketNumber to) const {
+  // withStream false: only the packets that carried no stream data.
+  std::vector<AckRange> SentRanges(PacketNumber from, PacketNumber to,
+                                   bool withStream = true) const {
     std::vector<AckRange> ranges;
     auto it = serverSent.upper_bound(to);
     while (it != serverSent.begin() && ranges.size() < kMaxAckRanges) {
       --it;
       if (*it < from) break;
+      if (!withStream && serverStream.count(*it) != 0) continue;
       if (!ranges.empty() && ranges.back().smallest == *it + 1) {
         ranges.back().smallest = *it;
       } else {
@@ -130,13 +138,14 @@ struct Hijacked {
   PacketNumber clientLargest = 0;
   PacketNumber nextPacketNumber = 0;
   std::set<PacketNumber> serverSent;
+  std::set<PacketNumber> serverStream;  // those of serverSent that carried stream data
   std::vector<std::vector<std::uint8_t>> clientPackets;
   std::vector<std::uint8_t> helloWithCookie;
   std::uint64_t serverDatagrams = 0, serverBytes = 0, welcomes = 0;
 };
 
-[[maybe_unused]] bool WaitClosed(SimulatedNetwork& network, Connection& connection,
-                                 Microseconds within, boost::system::error_code& reason) {
+bool WaitClosed(SimulatedNetwork& network, Connection& connection, Microseconds within,
+                boost::system::error_code& reason) {
   bool ended = false;
   connection.AsyncWaitClosed([&](boost::system::error_code ec) {
     ended = true;
@@ -334,4 +343,66 @@ TEST_CASE("an ACK of a skipped packet number ends the connection with ProtocolEr
   CHECK(reason == Error::ProtocolError);
   CHECK(h.server->Statistics().connectionsOpen == 0);
   CHECK(h.serverSide->GetStatistics().congestionWindow == cwnd);  // it grew nothing
+}
+
+// Item 5 (RFC 9000 21.6). The peer acknowledges the server's PINGs and ACK-only packets, and
+// pings it, but never acknowledges a byte of data: the connection ends with TimedOut one idle
+// timeout after the data stopped moving, however lively the peer looks.
+TEST_CASE("a peer that never acknowledges data is timed out one idle timeout after it stalls",
+          "[rudp][sim][hostile][hostile-cpu][slowloris]") {
+  SimulatedNetwork network(1405);
+  rudp::EndpointOptions serverOptions;
+  serverOptions.idleTimeout = 3'000;
+  serverOptions.keepaliveInterval = 500;
+  Hijacked h(network, serverOptions);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(20, /*toServer*/ false));
+  h.Hijack();
+  std::vector<std::uint8_t> big(512u << 10, 0x5A);
+  h.serverSide->AsyncSend(boost::asio::buffer(big), [](boost::system::error_code) {});
+  const Microseconds stalled = network.Now();
+  const PacketNumber from = *h.serverSent.rbegin() + 1;
+
+  bool ended = false;
+  boost::system::error_code reason;
+  h.serverSide->AsyncWaitClosed([&](boost::system::error_code ec) {
+    ended = true;
+    reason = ec;
+  });
+  std::uint64_t attackerBytes = 0;
+  const auto serverBytesBefore = h.serverBytes;
+  // 30 s: ten idle timeouts of a peer that looks alive.
+  for (int round = 0; round < 300 && !ended; ++round) {
+    network.RunFor(100 * kMillisecond, [&] { return ended; });
+    if (ended || h.serverSent.empty() || *h.serverSent.rbegin() < from) continue;
+    const auto ranges = h.SentRanges(from, *h.serverSent.rbegin(), /*withStream*/ false);
+    const auto packet = h.Packet([&](PacketWriter& w) {
+      if (!ranges.empty()) REQUIRE(w.AppendAck(ranges.data(), ranges.size(), 0));
+      REQUIRE(w.AppendPing());
+    });
+    attackerBytes += packet.size();
+    h.Send(packet);
+  }
+  const Microseconds lasted = network.Now() - stalled;
+  CAPTURE(lasted, attackerBytes, h.serverBytes - serverBytesBefore);
+  REQUIRE(ended);
+  CHECK(reason == Error::TimedOut);
+  // One idle timeout (3 s) after the data stopped moving, plus a timer granularity and the last
+  // round of the loop.
+  CHECK(lasted <= 3 * kSecond + 200 * kMillisecond);
+  CHECK(lasted >= 3 * kSecond);
+}
+
+TEST_CASE("a quiet connection whose peer answers keepalives stays open past the idle timeout",
+          "[rudp][sim][hostile-cpu][slowloris]") {
+  SimulatedNetwork network(1406);
+  rudp::EndpointOptions options;
+  options.idleTimeout = 3'000;
+  options.keepaliveInterval = 500;
+  Hijacked h(network, options, options);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(20, /*toServer*/ false));
+  boost::system::error_code reason;
+  CHECK_FALSE(WaitClosed(network, *h.serverSide, 20 * kSecond, reason));  // nothing waits
+  REQUIRE(h.Transfer(20, /*toServer*/ false));
 }

@@ -14,6 +14,10 @@ constexpr unsigned Index(TimerKind kind) { return static_cast<unsigned>(kind); }
 // forged packet must not be able to kill a connection by itself.
 constexpr unsigned kMaxViolations = 100;
 
+// What ACKs drawn by duplicate packets may cost, relative to the duplicates' bytes (QUIC's
+// anti-amplification factor, RFC 9000 8.1).
+constexpr std::uint64_t kReflectionFactor = 3;
+
 // Room for a STREAM frame's type, offset and length fields.
 constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
 
@@ -231,8 +235,19 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
                                    std::size_t datagramSize, Microseconds now) {
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
     ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
-    if (summary.ackEliciting) m_acks.OnDuplicate();  // our ACK may have been lost: send another
-    Flush(now);
+    m_duplicateBytesReceived += datagramSize;
+    // Our ACK may have been lost: send another at once. But a replay must not make us a
+    // reflector: at most one such ACK per RTT, and their bytes at most kReflectionFactor times
+    // the duplicates' (plus the one ACK that crosses it). Our peers never resend a packet
+    // number, so only the network's duplicates and replays land here.
+    if (summary.ackEliciting && now >= m_nextDuplicateAck &&
+        m_duplicateAckBytesSent < kReflectionFactor * m_duplicateBytesReceived) {
+      m_nextDuplicateAck = now + std::max(m_loss.SmoothedRtt(), kTimerGranularity);
+      m_acks.OnDuplicate();
+      const std::uint64_t before = m_stats.bytesSent;
+      Flush(now);
+      m_duplicateAckBytesSent += m_stats.bytesSent - before;
+    }
     return false;
   }
   ++m_stats.packetsReceived;

@@ -241,6 +241,11 @@ class ConnectionCore final : private IPacketFate {
   bool m_receivesAbandoned = false;
   std::vector<CloseHandler> m_closeWaiters;
   unsigned m_violations = 0;
+  // Reflection bound: immediate ACKs for duplicates at most once per RTT, and their bytes at most
+  // kReflectionFactor times the duplicates' bytes.
+  Microseconds m_nextDuplicateAck = 0;
+  std::uint64_t m_duplicateBytesReceived = 0;
+  std::uint64_t m_duplicateAckBytesSent = 0;
   // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
   // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not

@@ -99,6 +99,10 @@ class LossRecovery {
   Microseconds NextSendTime(Microseconds now) const noexcept;
 
   bool HasAckElicitingInFlight() const noexcept { return m_ackElicitingInFlight > 0; }
+  // The smoothed RTT, or kInitialRtt before a sample.
+  Microseconds SmoothedRtt() const noexcept {
+    return m_rtt.HasSample() ? m_rtt.Smoothed() : kInitialRtt;
+  }
   // PTO without backoff (used for idle-timeout floors and closing periods).
   Microseconds ProbeTimeout() const noexcept { return m_rtt.ProbeTimeout(); }
   LossRecoveryStatistics Statistics() const noexcept;

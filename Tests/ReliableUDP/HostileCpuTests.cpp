@@ -406,3 +406,52 @@ TEST_CASE("a quiet connection whose peer answers keepalives stays open past the 
   CHECK_FALSE(WaitClosed(network, *h.serverSide, 20 * kSecond, reason));  // nothing waits
   REQUIRE(h.Transfer(20, /*toServer*/ false));
 }
+
+// Item 6. A replayed PING used to draw an immediate ACK every time, carrying every range the
+// server remembers (so far larger than the PING). Now: at most one such ACK per RTT, and their
+// bytes at most 3x the duplicates' bytes (plus the one ACK that crosses the line).
+TEST_CASE("replayed packets draw at most one ACK per RTT and 3x their bytes",
+          "[rudp][sim][hostile][hostile-cpu][reflection]") {
+  SimulatedNetwork network(1406);
+  Hijacked h(network);
+  REQUIRE(h.serverSide);
+  REQUIRE(h.Transfer(5, /*toServer*/ false));  // the server gets its RTT samples
+  h.Hijack();
+  // Packets with gaps between them: the server's ACKs now carry kMaxAckRanges ranges.
+  for (std::size_t i = 0; i < kMaxAckRanges; ++i) {
+    ++h.nextPacketNumber;
+    h.Send(h.Packet([](PacketWriter& w) { REQUIRE(w.AppendPing()); }));
+  }
+  const auto ping = h.Packet([](PacketWriter& w) { REQUIRE(w.AppendPing()); });
+  h.Send(ping);
+  network.RunFor(100 * kMillisecond);
+  // Acknowledge what the server sent meanwhile (ACK + PING answers), so it has nothing in flight
+  // to probe for: what it sends from now on answers the replays.
+  h.Send(h.AckPacket(h.SentRanges(0, *h.serverSent.rbegin())));
+  network.RunFor(kSecond);
+  const Microseconds rtt = h.serverSide->GetStatistics().smoothedRttMicroseconds;
+  REQUIRE(rtt > 0);
+
+  SECTION("a fast replay: one ACK per RTT") {
+    const auto datagrams = h.serverDatagrams;
+    const Microseconds start = network.Now();
+    for (int i = 0; i < 1000; ++i) {  // one per millisecond
+      h.Send(ping);
+      network.RunFor(kMillisecond);
+    }
+    const auto elapsed = network.Now() - start;
+    CAPTURE(rtt, elapsed, h.serverDatagrams - datagrams);
+    CHECK(h.serverDatagrams - datagrams <= elapsed / rtt + 2);
+  }
+  SECTION("a slow replay: no more than 3x the bytes replayed") {
+    const auto bytes = h.serverBytes;
+    std::uint64_t replayed = 0;
+    for (int i = 0; i < 50; ++i) {  // one per RTT and more
+      h.Send(ping);
+      replayed += ping.size();
+      network.RunFor(2 * rtt);
+    }
+    CAPTURE(replayed, h.serverBytes - bytes);
+    CHECK(h.serverBytes - bytes <= 3 * replayed + 400);  // 400: one ACK of 32 ranges, at most
+  }
+}

@@ -2,13 +2,14 @@
 // relay, in one run on one machine; then many connections on one ReliableUDP server socket with
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
-// Usage: TransportBenchmark [--quick | --full] [--results DIR] [--only latency|bulk|many]...
-//                           [--idle N]...
+// Usage: TransportBenchmark [--quick | --full] [--results DIR]
+//                           [--only latency|bulk|many|hostile]... [--idle N]... [--hostile]
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
 //   --only   run just these parts (default: all three)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
+//   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "TransportBenchmark/HostileWorkload.h"
 #include "TransportBenchmark/ManyConnectionsWorkload.h"
 #include "TransportBenchmark/Report.h"
 #include "TransportBenchmark/Settings.h"
@@ -43,5 +45,6 @@ int main(int argc, char** argv) {
   if (settings.Runs("latency")) RunLatencyTable(settings, losses);
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
   if (settings.Runs("many")) RunManyTable(settings);
+  if (settings.Runs("hostile")) RunHostileTable(settings);
   return 0;
 }

@@ -28,12 +28,14 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
     } else if (arg == "--results" && i + 1 < argc) {
       settings.results = argv[++i];
+    } else if (arg == "--hostile") {
+      settings.only.push_back("hostile");
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many]... "
-                   "[--idle N]...\n",
+                   "usage: %s [--quick | --full] [--results DIR] "
+                   "[--only latency|bulk|many|hostile]... [--idle N]... [--hostile]\n",
                    argv[0]);
       return false;
     }

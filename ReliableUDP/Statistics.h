@@ -73,6 +73,10 @@ struct EndpointStatistics {
   std::uint64_t cookiesSent = 0;
   std::uint64_t connectionsAccepted = 0;
   std::uint64_t connectionsOpen = 0;  // now
+  // Hostile peers (docs/reliable-udp.md, "Threat model").
+  std::uint64_t droppedOverMemoryBudget = 0;  // stream data over a receive-memory budget
+  std::uint64_t receiveMemoryInUse = 0;       // bytes of receive-buffer chunks held now
+  std::uint64_t receiveMemoryAllocated = 0;   // ... and kept by the pool (in use or free)
 };
 
 }  // namespace timerwheel::rudp

@@ -32,7 +32,11 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
                                  context.options.pacing}),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
-      m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
+      m_receiveBuffer(context.receivePool, context.options.receiveWindow,
+                      context.options.maxMessageSize, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
+                      context.options.maxReceiveMemoryPerConnection,
+                      static_cast<std::size_t>(std::min<std::uint64_t>(
+                          context.options.maxReceiveMemory, ReceiveBuffer::kUnlimited))),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
 ConnectionCore::~ConnectionCore() {
@@ -200,6 +204,10 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
         m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
     if (result == ReceiveBuffer::InsertResult::TooFragmented) {
       ++m_context.stats.droppedTooFragmented;
+      return false;
+    }
+    if (result == ReceiveBuffer::InsertResult::OverBudget) {
+      ++m_context.stats.droppedOverMemoryBudget;  // unacknowledged: the peer sends it again
       return false;
     }
     if (result == ReceiveBuffer::InsertResult::BeyondWindow) {

@@ -52,6 +52,7 @@ struct EndpointContext {
         timerSink(timerSink_),
         timerGranularity(timerGranularity_),
         options(options_),
+        receivePool(kReceiveChunkSize),
         connectionIds(RandomSipHashKey()),
         datagram(options_.maxDatagramSize) {}
 
@@ -70,7 +71,11 @@ struct EndpointContext {
   ITimer& timerSink;  // the endpoint: one ITimer for every connection's timers
   Milliseconds timerGranularity;
   EndpointOptions options;  // validated
-  ChunkPool pool;
+  ChunkPool pool;           // send buffers: 16 KiB chunks, filled densely by the application
+  // Receive buffers: small chunks, so that memory follows the bytes a peer actually got stored
+  // (a 16 KiB chunk per one-byte out-of-order frame let a peer pin 1 MB per connection).
+  static constexpr std::size_t kReceiveChunkSize = 1024;
+  ChunkPool receivePool;
   ConnectionIdGenerator connectionIds;
   EndpointStatistics stats;
   // Scratch space shared by all connections (the engine is never entered twice at once): a datagram

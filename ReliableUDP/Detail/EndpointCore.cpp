@@ -301,6 +301,11 @@ void EndpointCore::OnTimer(UserData userData) {
   HandleEvents(slot);
 }
 
-EndpointStatistics EndpointCore::Statistics() const { return m_context.stats; }
+EndpointStatistics EndpointCore::Statistics() const {
+  EndpointStatistics stats = m_context.stats;
+  stats.receiveMemoryInUse = m_context.receivePool.BytesInUse();
+  stats.receiveMemoryAllocated = m_context.receivePool.BytesAllocated();
+  return stats;
+}
 
 }  // namespace timerwheel::rudp::detail

@@ -10,6 +10,7 @@
 #include "ReliableUDP/Detail/EngineError.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/SipHash.h"
+#include "ReliableUDP/Detail/StatelessReset.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/EndpointOptions.h"
 #include "ReliableUDP/Statistics.h"
@@ -54,6 +55,7 @@ struct EndpointContext {
         options(options_),
         receivePool(kReceiveChunkSize),
         connectionIds(RandomSipHashKey()),
+        resetTokens(options_.statelessResetKey),
         datagram(options_.maxDatagramSize) {}
 
   // Finishes the datagram `writer` built and sends it. Every datagram goes out through here, so
@@ -77,6 +79,7 @@ struct EndpointContext {
   static constexpr std::size_t kReceiveChunkSize = 1024;
   ChunkPool receivePool;
   ConnectionIdGenerator connectionIds;
+  StatelessResetTokens resetTokens;  // of our connection IDs, from the endpoint's secret
   EndpointStatistics stats;
   // Scratch space shared by all connections (the engine is never entered twice at once): a datagram
   // buffer per connection would cost every idle connection maxDatagramSize (1.2 KB by default).

@@ -22,8 +22,9 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
                            const EndpointOptions& options, ITimer* timerSink)
     : m_io(io),
       m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
-      m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000) {
-}
+      m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
+      m_admission(options),
+      m_statelessReplies(options.statelessRepliesPerSecond) {}
 
 EndpointCore::~EndpointCore() { Shutdown(); }
 
@@ -48,10 +49,16 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
   const PacketHeader& header = packet.header;
   if (header.type == PacketType::Hello) return OnHello(from, header);
   if (header.type == PacketType::HelloWithCookie) return OnHelloWithCookie(from, header);
+  if (header.type == PacketType::Reset) return OnReset(from, header);
 
   const auto found = m_byId.find(header.destination);
   if (found == m_byId.end()) {
     ++stats.droppedUnknownConnection;
+    // A peer still sending to a connection we no longer have (aborted, or lost in a restart):
+    // tell it, so that it ends now instead of after its idle timeout.
+    if (header.type == PacketType::Data) {
+      SendStatelessReset(from, header.destination, size, m_io.Now());
+    }
     return;
   }
   const std::uint32_t slot = found->second;
@@ -72,6 +79,10 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
         return;
       }
       connection->OnWelcome(header, now);
+      RegisterResetToken(slot);
+      break;
+    case PacketType::Refusal:
+      connection->OnRefusal();
       break;
     case PacketType::Data:
       connection->OnDataPacket(packet, size, now);
@@ -93,10 +104,12 @@ void EndpointCore::OnHello(const Address& from, const PacketHeader& header) {
     ++stats.droppedMalformed;
     return;
   }
+  const Microseconds now = m_io.Now();
+  if (!Admits(from, now)) return SendRefusal(from, header.source, now);  // within one round trip
   // Stateless: the cookie is all the server remembers, and it is in the client's hands. The
   // reply (37 bytes) is far smaller than the 1200-byte Hello, so spoofed Hellos amplify nothing.
   const auto cookie =
-      m_cookies.Mint(from.bytes.data(), from.ByteCount(), from.port, header.source, m_io.Now());
+      m_cookies.Mint(from.bytes.data(), from.ByteCount(), from.port, header.source, now);
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginCookie(header.source, cookie);
@@ -127,11 +140,12 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     ++stats.droppedMalformed;
     return;
   }
-  if (m_acceptQueue.size() >= m_context.options.acceptBacklog ||
-      stats.connectionsOpen >= m_context.options.maxConnections) {
+  if (m_acceptQueue.size() >= m_context.options.acceptBacklog) {
     ++stats.droppedBacklogFull;  // the client retries; it may get in once there is room
     return;
   }
+  if (!Admits(from, now)) return SendRefusal(from, header.source, now);
+  m_admission.OnAdmitted(from, now);
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
   auto connection =
@@ -147,7 +161,8 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
                       slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
   ++stats.connectionsAccepted;
-  connection->StartServer(header.source, header.parameters, now);
+  RegisterResetTokenOf(slot, header.resetToken);
+  connection->StartServer(header.source, header.parameters, header.resetToken, now);
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.erase(m_acceptWaiters.begin());
@@ -156,6 +171,75 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     m_acceptQueue.push_back(connection);
   }
   HandleEvents(slot);
+}
+
+void EndpointCore::OnReset(const Address& from, const PacketHeader& header) {
+  auto& stats = m_context.stats;
+  const auto found = m_byResetToken.find(ResetTokenPrefix(header.resetToken));
+  if (found == m_byResetToken.end()) {
+    ++stats.droppedUnknownConnection;
+    return;
+  }
+  const std::uint32_t slot = found->second;
+  const std::shared_ptr<ConnectionCore> connection = m_slots[slot].connection;
+  // The whole token, from the peer's address, for the ID we send to: only the peer (or one who
+  // saw the handshake) can know it.
+  if (connection->PeerResetToken() != header.resetToken || connection->Remote() != from ||
+      connection->PeerId() != header.destination) {
+    ++stats.droppedUnexpected;
+    return;
+  }
+  ++stats.statelessResetsReceived;
+  connection->OnStatelessReset();
+  HandleEvents(slot);
+}
+
+bool EndpointCore::Admits(const Address& from, Microseconds now) {
+  return m_context.stats.connectionsOpen < m_context.options.maxConnections &&
+         m_admission.MayAdmit(from, now);
+}
+
+void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
+  auto& stats = m_context.stats;
+  ++stats.connectionsRefused;
+  // 13 bytes for a 1200-byte Hello: no amplification; and rate-limited, so a flood of spoofed
+  // Hellos draws a bounded trickle.
+  if (clientId == 0 || !m_statelessReplies.TryTake(now)) {
+    ++stats.statelessRepliesSuppressed;
+    return;
+  }
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginRefusal(clientId);
+  m_context.Send(to, writer);
+  ++stats.refusalsSent;
+}
+
+void EndpointCore::SendStatelessReset(const Address& to, ConnectionId unknownId,
+                                      std::size_t receivedSize, Microseconds now) {
+  auto& stats = m_context.stats;
+  // Never as large as what it answers (a Reset cannot amplify, and two endpoints that both lost
+  // a connection cannot bounce Resets: a Reset is never answered), and rate-limited.
+  if (receivedSize <= kResetPacketSize || !m_statelessReplies.TryTake(now)) {
+    ++stats.statelessRepliesSuppressed;
+    return;
+  }
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginReset(unknownId, m_context.resetTokens.For(unknownId));
+  m_context.Send(to, writer);
+  ++stats.statelessResetsSent;
+}
+
+void EndpointCore::RegisterResetToken(std::uint32_t slot) {
+  RegisterResetTokenOf(slot, m_slots[slot].connection->PeerResetToken());
+}
+
+void EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token) {
+  if (IsNullResetToken(token)) return;  // a peer without tokens cannot reset us
+  // On a collision of the first 8 bytes (chance 2^-64, or a peer reusing its own token) the
+  // earlier connection keeps the entry; the later one just cannot be reset.
+  m_byResetToken.emplace(ResetTokenPrefix(token), slot);
 }
 
 // --- Connections -------------------------------------------------------------------------------
@@ -215,6 +299,12 @@ void EndpointCore::Retire(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
   const auto& connection = entry.connection;
   m_byId.erase(connection->LocalId());
+  if (!IsNullResetToken(connection->PeerResetToken())) {
+    const auto token = m_byResetToken.find(ResetTokenPrefix(connection->PeerResetToken()));
+    if (token != m_byResetToken.end() && token->second == slot) m_byResetToken.erase(token);
+  }
+  if (connection->GetRole() == ConnectionCore::Role::Server)
+    m_admission.OnEnded(connection->Remote());
   if (entry.inHandshakeMap) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
     entry.inHandshakeMap = false;

@@ -7,10 +7,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ReliableUDP/Detail/AdmissionControl.h"
 #include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
+#include "ReliableUDP/Detail/TokenBucket.h"
 #include "ReliableUDP/Detail/VectorQueue.h"
 #include "TimerQueue/ITimer.h"
 
@@ -79,6 +81,15 @@ class EndpointCore final : public ITimer {
 
   void OnHello(const Address& from, const PacketHeader& header);
   void OnHelloWithCookie(const Address& from, const PacketHeader& header);
+  void OnReset(const Address& from, const PacketHeader& header);
+  // Whether a new connection from `from` may be made now (connection limit, admission control).
+  bool Admits(const Address& from, Microseconds now);
+  // Stateless replies, rate-limited together and always smaller than what they answer.
+  void SendRefusal(const Address& to, ConnectionId clientId, Microseconds now);
+  void SendStatelessReset(const Address& to, ConnectionId unknownId, std::size_t receivedSize,
+                          Microseconds now);
+  void RegisterResetToken(std::uint32_t slot);
+  void RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token);
   std::uint32_t AllocateSlot();
   ConnectionId NewConnectionId();
   void HandleEvents(std::uint32_t slot);
@@ -89,6 +100,10 @@ class EndpointCore final : public ITimer {
   IEndpointIo& m_io;
   EndpointContext m_context;
   HandshakeCookie m_cookies;
+  AdmissionControl m_admission;
+  TokenBucket m_statelessReplies;  // refusals and resets
+  // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
+  std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;
   std::vector<Slot> m_slots;
   std::vector<std::uint32_t> m_freeSlots;

@@ -156,7 +156,7 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
   m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
-  m_handshakeExpiries.Push(
+  m_handshakeExpiries.push_back(
       HandshakeExpiry{now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000,
                       slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
@@ -308,6 +308,7 @@ void EndpointCore::Retire(std::uint32_t slot) {
   if (entry.inHandshakeMap) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
     entry.inHandshakeMap = false;
+    ++m_deadHandshakeExpiries;  // its expiry entry stays in the list until compacted
   }
   if (connection->GetRole() == ConnectionCore::Role::Server) {
     for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
@@ -321,6 +322,8 @@ void EndpointCore::Retire(std::uint32_t slot) {
   ++entry.generation;        // timer expiries already detached for the old one are ignored
   m_freeSlots.push_back(slot);
   --m_context.stats.connectionsOpen;
+  CompactHandshakeExpiries();
+  ShrinkTables();
 }
 
 void EndpointCore::Shutdown() {
@@ -338,15 +341,92 @@ void EndpointCore::Shutdown() {
 }
 
 void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
-  while (!m_handshakeExpiries.Empty() && m_handshakeExpiries.Front().at <= now) {
-    const HandshakeExpiry expiry = m_handshakeExpiries.Front();
-    m_handshakeExpiries.Pop();
-    Slot& entry = m_slots[expiry.slot];
-    if (entry.generation == expiry.generation && entry.inHandshakeMap) {
+  while (m_handshakeExpiryHead < m_handshakeExpiries.size() &&
+         m_handshakeExpiries[m_handshakeExpiryHead].at <= now) {
+    const HandshakeExpiry expiry = m_handshakeExpiries[m_handshakeExpiryHead++];
+    if (IsLive(expiry)) {
+      Slot& entry = m_slots[expiry.slot];
       m_byHandshake.erase(HandshakeKey{entry.connection->Remote(), entry.connection->PeerId()});
       entry.inHandshakeMap = false;
+    } else {
+      --m_deadHandshakeExpiries;
     }
   }
+  CompactHandshakeExpiries();
+}
+
+bool EndpointCore::IsLive(const HandshakeExpiry& expiry) const noexcept {
+  return expiry.slot < m_slots.size() && m_slots[expiry.slot].generation == expiry.generation &&
+         m_slots[expiry.slot].inHandshakeMap;
+}
+
+void EndpointCore::CompactHandshakeExpiries() {
+  const std::size_t queued = m_handshakeExpiries.size() - m_handshakeExpiryHead;
+  if (queued == 0) {
+    m_handshakeExpiries.clear();
+    m_handshakeExpiryHead = 0;
+    m_deadHandshakeExpiries = 0;
+  } else {
+    const std::size_t live = queued - m_deadHandshakeExpiries;
+    // Amortised O(1): a rebuild costs O(size) and happens only once half the vector is popped
+    // or dead entries outnumber live ones.
+    if (m_handshakeExpiryHead < queued && m_deadHandshakeExpiries <= live + 64) return;
+    std::size_t kept = 0;
+    for (std::size_t i = m_handshakeExpiryHead; i < m_handshakeExpiries.size(); ++i) {
+      if (IsLive(m_handshakeExpiries[i])) m_handshakeExpiries[kept++] = m_handshakeExpiries[i];
+    }
+    m_handshakeExpiries.resize(kept);
+    m_handshakeExpiryHead = 0;
+    m_deadHandshakeExpiries = 0;
+  }
+  if (m_handshakeExpiries.capacity() > 4 * m_handshakeExpiries.size() + 64) {
+    m_handshakeExpiries.shrink_to_fit();
+  }
+}
+
+namespace {
+
+// An unordered_map never gives its buckets back by itself: rebuilt smaller once it is four
+// times emptier than its buckets (amortised O(1) per erase).
+template <class Map>
+void ShrinkMap(Map& map) {
+  if (map.bucket_count() <= 64 || map.size() * 4 >= map.bucket_count()) return;
+  Map smaller(map.begin(), map.end());
+  map.swap(smaller);
+}
+
+}  // namespace
+
+void EndpointCore::ShrinkTables() {
+  ShrinkMap(m_byId);
+  ShrinkMap(m_byHandshake);
+  ShrinkMap(m_byResetToken);
+  // The connection table: slots are never moved (timers carry their index), but free ones at
+  // its end are cut off once it is four times larger than the connections open.
+  if (m_slots.size() <= 64 || m_context.stats.connectionsOpen * 4 >= m_slots.size()) return;
+  while (!m_slots.empty() && !m_slots.back().connection) {
+    m_generationFloor = std::max(m_generationFloor, m_slots.back().generation);
+    m_slots.pop_back();
+  }
+  const auto size = static_cast<std::uint32_t>(m_slots.size());
+  m_freeSlots.erase(std::remove_if(m_freeSlots.begin(), m_freeSlots.end(),
+                                   [size](std::uint32_t slot) { return slot >= size; }),
+                    m_freeSlots.end());
+  if (m_slots.capacity() > 2 * m_slots.size() + 64) m_slots.shrink_to_fit();
+  if (m_freeSlots.capacity() > 2 * m_freeSlots.size() + 64) m_freeSlots.shrink_to_fit();
+}
+
+EndpointCore::TableSizes EndpointCore::Tables() const {
+  TableSizes sizes;
+  sizes.slots = m_slots.size();
+  sizes.connectionIds = m_byId.size();
+  sizes.connectionIdBuckets = m_byId.bucket_count();
+  sizes.handshakes = m_byHandshake.size();
+  sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
+  sizes.resetTokens = m_byResetToken.size();
+  sizes.admissionAddresses = m_admission.TrackedAddresses();
+  sizes.admissionPrefixes = m_admission.TrackedPrefixes();
+  return sizes;
 }
 
 std::uint32_t EndpointCore::AllocateSlot() {
@@ -358,6 +438,7 @@ std::uint32_t EndpointCore::AllocateSlot() {
   if (m_slots.size() >= kMaxConnectionSlots)
     throw std::length_error("ReliableUDP: too many connections");
   m_slots.emplace_back();
+  m_slots.back().generation = m_generationFloor;
   return static_cast<std::uint32_t>(m_slots.size() - 1);
 }
 
@@ -386,7 +467,7 @@ void EndpointCore::OnTimer(UserData userData) {
     return;  // the connection this expiry was for is gone
   }
   const Microseconds now = m_io.Now();
-  if (!m_handshakeExpiries.Empty()) ExpireHandshakeEntries(now);
+  if (m_handshakeExpiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
   m_slots[slot].connection->OnTimer(target.kind, now);
   HandleEvents(slot);
 }

@@ -13,7 +13,6 @@
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
-#include "ReliableUDP/Detail/VectorQueue.h"
 #include "TimerQueue/ITimer.h"
 
 namespace timerwheel::rudp::detail {
@@ -55,6 +54,20 @@ class EndpointCore final : public ITimer {
   void AfterCall(ConnectionCore& connection);
 
   EndpointStatistics Statistics() const;
+
+  // How many entries each per-endpoint structure holds now (and the hash maps' bucket counts),
+  // for tests and monitoring: each is bounded and shrinks back after a burst.
+  struct TableSizes {
+    std::size_t slots = 0;          // connection table, including free slots
+    std::size_t connectionIds = 0;  // by connection ID
+    std::size_t connectionIdBuckets = 0;
+    std::size_t handshakes = 0;         // handshakes whose cookie could still be replayed
+    std::size_t handshakeExpiries = 0;  // their expiry list, dead entries included
+    std::size_t resetTokens = 0;
+    std::size_t admissionAddresses = 0;
+    std::size_t admissionPrefixes = 0;
+  };
+  TableSizes Tables() const;
   EndpointContext& Context() noexcept { return m_context; }
   Microseconds Now() const { return m_io.Now(); }
 
@@ -117,7 +130,19 @@ class EndpointCore final : public ITimer {
     std::uint32_t generation = 0;
   };
   void ExpireHandshakeEntries(Microseconds now);
-  VectorQueue<HandshakeExpiry> m_handshakeExpiries;
+  bool IsLive(const HandshakeExpiry& expiry) const noexcept;
+  void CompactHandshakeExpiries();
+  void ShrinkTables();
+  // In expiry order from m_handshakeExpiryHead on. An entry is dead once its connection retired
+  // before it expired; dead entries are dropped in a compaction once they outnumber the live
+  // ones, so the list holds at most 2 x live + 64 entries (before, it emptied only when every
+  // entry had expired, so handshake churn grew it without bound, and it never shrank).
+  std::vector<HandshakeExpiry> m_handshakeExpiries;
+  std::size_t m_handshakeExpiryHead = 0;
+  std::size_t m_deadHandshakeExpiries = 0;
+  // New slots start at this generation: above that of every slot trimmed off the table's end,
+  // so that an expiry detached for a trimmed slot never matches its successor.
+  std::uint32_t m_generationFloor = 0;
   std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
   std::vector<std::shared_ptr<ConnectionCore>> m_acceptQueue;       // established, not yet accepted
   std::vector<ConnectCompletion> m_acceptWaiters;

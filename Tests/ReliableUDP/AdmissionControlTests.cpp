@@ -89,7 +89,7 @@ TEST_CASE("the per-prefix limit counts /24 for IPv4 and /56 for IPv6",
     CHECK(raw.Connect(V6(0, 0x10, host), id++) == Outcome::Welcome);
   }
   CHECK(raw.Connect(V6(0, 0x11, 99), id++) == Outcome::Refusal);  // byte 7 differs: same /56
-  CHECK(raw.Connect(V6(1, 0x10, 1), id++) == Outcome::Welcome);    // byte 6 differs: another
+  CHECK(raw.Connect(V6(1, 0x10, 1), id++) == Outcome::Welcome);   // byte 6 differs: another
   CHECK(server.Statistics().connectionsOpen == 10);
 }
 

@@ -2,9 +2,9 @@
 // connection it does not know answers with a Reset carrying that connection's token, smaller
 // than the packet and rate-limited; the peer ends the connection at once with ConnectionReset.
 // Deterministic: simulated network.
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <catch2/catch.hpp>
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>

@@ -47,9 +47,10 @@ void ChunkPool::Release(std::uint8_t* chunk) noexcept {
   --m_inUse;
   // Above the high-water mark the chunk goes back to the system: a pool that kept every chunk of
   // a burst would hold it for good (an attack's memory stayed after its connections closed).
-  // Invariant: free chunks <= max(floor, chunks in use). Each release lowers the mark by one, so
-  // one more free chunk may have to go as well.
-  const std::size_t mark = std::max(m_retainedChunks, m_inUse);
+  // Invariant: free chunks <= max(floor, chunks in use / 2), so the pool holds at most 1.5 times
+  // its peak use. Each release lowers the mark by at most one, so one more free chunk may have to
+  // go as well.
+  const std::size_t mark = std::max(m_retainedChunks, m_inUse / 2);
   if (m_free.size() >= mark) {
     delete[] chunk;
     if (m_free.size() > mark) {

@@ -9,7 +9,8 @@ namespace timerwheel::rudp::detail {
 
 // Send and receive buffers are lists of chunks taken from here, so an idle connection holds no
 // buffer memory and a busy one reuses chunks instead of allocating. Released chunks are kept for
-// reuse up to a high-water mark: at most max(retainedBytes, bytes in use) of free chunks, so a
+// reuse up to a high-water mark: at most max(retainedBytes, half the bytes in use) of free
+// chunks, so a
 // steady load allocates nothing while the memory of a burst (many connections, then few) goes
 // back to the system. Not thread-safe: the endpoint's lock guards it.
 class ChunkPool {

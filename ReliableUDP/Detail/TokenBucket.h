@@ -12,9 +12,11 @@ namespace timerwheel::rudp::detail {
 // microsecond), so nothing drifts. Not thread-safe (the endpoint's lock guards it).
 class TokenBucket {
  public:
-  // perSecond == 0: unlimited.
+  // perSecond == 0: unlimited. Rates above 10^12 per second are that (no overflow in millionths).
   explicit TokenBucket(std::uint64_t perSecond) noexcept
-      : m_perSecond(perSecond), m_capacity(perSecond * kScale), m_level(m_capacity) {}
+      : m_perSecond((std::min)(perSecond, kMaxPerSecond)),
+        m_capacity(m_perSecond * kScale),
+        m_level(m_capacity) {}
 
   // Whether a token is available now, without taking it.
   bool Available(Microseconds now) noexcept {
@@ -30,13 +32,14 @@ class TokenBucket {
 
  private:
   static constexpr std::uint64_t kScale = 1'000'000;
+  static constexpr std::uint64_t kMaxPerSecond = 1'000'000'000'000;
 
   void Refill(Microseconds now) noexcept {
     if (now <= m_last) return;
     // At most one second counts: the bucket is full by then (and the product cannot overflow).
-    const std::uint64_t elapsed = std::min<std::uint64_t>(now - m_last, kScale);
+    const std::uint64_t elapsed = (std::min)(now - m_last, kScale);
     m_last = now;
-    m_level = std::min(m_capacity, m_level + elapsed * m_perSecond);
+    m_level = (std::min)(m_capacity, m_level + elapsed * m_perSecond);
   }
 
   std::uint64_t m_perSecond;

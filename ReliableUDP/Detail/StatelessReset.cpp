@@ -1,6 +1,8 @@
 // Stateless reset tokens: two SipHash-2-4 values of the connection ID under the endpoint secret.
 #include "ReliableUDP/Detail/StatelessReset.h"
 
+#include <cstddef>
+
 namespace timerwheel::rudp::detail {
 namespace {
 
@@ -34,7 +36,7 @@ ResetToken StatelessResetTokens::For(ConnectionId id) const noexcept {
   ResetToken token{};
   for (std::uint8_t half = 0; half < 2; ++half) {
     message[8] = half;
-    StoreLittle(token.data() + 8 * half, SipHash24(m_key, message, sizeof message));
+    StoreLittle(token.data() + std::size_t{8} * half, SipHash24(m_key, message, sizeof message));
   }
   return token;
 }

@@ -43,7 +43,8 @@ class Endpoint {
   boost::asio::ip::udp::endpoint LocalEndpoint() const;
 
   // Completes with a Connection once the handshake is done, or with TimedOut after
-  // options.handshakeTimeout, EndpointClosed, or ConnectionLimit.
+  // options.handshakeTimeout, EndpointClosed, ConnectionLimit, or ServerBusy (the server refused:
+  // full, or over an admission limit).
   void AsyncConnect(const boost::asio::ip::udp::endpoint& remote, ConnectHandler handler);
   // Completes with the next connection another endpoint opened (requires acceptIncoming).
   void AsyncAccept(ConnectHandler handler);

@@ -40,6 +40,15 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
   Require(options.timerGranularity >= 1 && options.timerGranularity <= options.maxAckDelay,
           "timerGranularity must be in [1, maxAckDelay] ms");
   Require(options.maxConnections >= 1, "maxConnections must be at least 1");
+  if (options.maxReceiveMemoryPerConnection == 0) {
+    options.maxReceiveMemoryPerConnection = options.receiveWindow;
+  }
+  // Below one datagram's worth of chunks, out-of-order data could never be stored at all.
+  Require(options.maxReceiveMemoryPerConnection >= 2 * options.maxDatagramSize,
+          "maxReceiveMemoryPerConnection must be at least 2 * maxDatagramSize");
+  Require(options.maxReceiveMemory >= options.receiveWindow + 2 * options.maxDatagramSize,
+          "maxReceiveMemory must be at least receiveWindow + 2 * maxDatagramSize");
+  Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
   return options;
 }
 

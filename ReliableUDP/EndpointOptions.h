@@ -1,7 +1,9 @@
 // How an Endpoint and its connections behave: one options struct, validated at construction.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "TimerQueue/ITimerQueueMonitor.h"
 #include "TimerQueue/TimerTypes.h"
@@ -54,6 +56,30 @@ struct EndpointOptions {
   // Socket (requested; the OS may grant less).
   int socketReceiveBufferSize = 4 << 20;
   int socketSendBufferSize = 4 << 20;
+
+  // Hostile peers: memory budgets, admission control, stateless reset. What each bounds, and the
+  // memory formula these defaults give (100k connections fit in 24 GiB):
+  // docs/reliable-udp.md, "Threat model" and "Memory bound".
+  //
+  // Receive-buffer memory one connection may hold (the pool's 1 KiB chunks), for data that does
+  // not extend its in-order prefix (that data is bounded by the window); 0: receiveWindow. Data
+  // beyond a budget is dropped unacknowledged: the peer sends it again later.
+  std::size_t maxReceiveMemoryPerConnection = 0;
+  // Receive-buffer memory of all connections together, bytes.
+  std::uint64_t maxReceiveMemory = std::uint64_t{4} << 30;
+  // Admission control (servers; 0: no limit): connections from one IP address, from one /24
+  // (IPv4) or /56 (IPv6) prefix, and new connections per second (a one-second burst). A server
+  // over a limit answers a handshake with a refusal: AsyncConnect fails with Error::ServerBusy.
+  std::size_t maxConnectionsPerAddress = 1024;
+  std::size_t maxConnectionsPerPrefix = 4096;
+  std::size_t newConnectionsPerSecond = 10'000;
+  // Refusals and stateless resets sent per second, together (each is smaller than the datagram
+  // it answers, so neither amplifies).
+  std::size_t statelessRepliesPerSecond = 1000;
+  // The secret stateless-reset tokens derive from (with the connection ID). All zero: random per
+  // endpoint. Give a restarted server its old secret and it can still reset the connections it
+  // lost. Keep it as secret as a private key: whoever knows it can end any connection.
+  std::array<std::uint8_t, 16> statelessResetKey{};
 };
 
 // Throws std::invalid_argument naming the option that is out of range (e.g. keepaliveInterval >=

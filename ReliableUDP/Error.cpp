@@ -29,6 +29,10 @@ class Category final : public boost::system::error_category {
         return "message larger than the maximum message size";
       case Error::ConnectionLimit:
         return "endpoint has reached its maximum number of connections";
+      case Error::ServerBusy:
+        return "server refused the connection: busy";
+      case Error::ConnectionReset:
+        return "connection reset by peer (stateless reset)";
     }
     return "unknown ReliableUDP error";
   }

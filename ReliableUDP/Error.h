@@ -18,6 +18,12 @@ enum class Error {
   // Operation errors (nothing changed).
   MessageTooLarge,  // AsyncSend of a message over the maximum message size
   ConnectionLimit,  // AsyncConnect with the endpoint at its maximum number of connections
+  // AsyncConnect: the server refused the connection (full, or over a per-address, per-prefix or
+  // rate limit). Try later, or another server.
+  ServerBusy,
+  // Why a connection ended: the peer no longer knows it (it restarted or dropped its state) and
+  // said so with a stateless reset carrying the token of this connection.
+  ConnectionReset,
 };
 
 const boost::system::error_category& ErrorCategory() noexcept;

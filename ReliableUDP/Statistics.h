@@ -79,6 +79,15 @@ struct EndpointStatistics {
   // Larger than the endpoint's maxDatagramSize: dropped before parsing (no peer of ours sends
   // one, since each sends at most the smaller of the two sides' maxDatagramSize).
   std::uint64_t droppedOversize = 0;
+  // Hostile peers (docs/reliable-udp.md, "Threat model").
+  std::uint64_t droppedOverMemoryBudget = 0;  // stream data over a receive-memory budget
+  std::uint64_t receiveMemoryInUse = 0;       // bytes of receive-buffer chunks held now
+  std::uint64_t receiveMemoryAllocated = 0;   // ... and kept by the pool (in use or free)
+  std::uint64_t connectionsRefused = 0;       // handshakes refused (full, admission limits, rate)
+  std::uint64_t refusalsSent = 0;             // ... answered with a Refusal
+  std::uint64_t statelessResetsSent = 0;
+  std::uint64_t statelessResetsReceived = 0;     // connections ended by a valid Reset
+  std::uint64_t statelessRepliesSuppressed = 0;  // refusals and resets not sent (rate, size)
 };
 
 }  // namespace timerwheel::rudp

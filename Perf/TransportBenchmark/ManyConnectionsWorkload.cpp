@@ -157,6 +157,10 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     options.timerMonitor = &monitor;
     options.maxConnections = count + 10;
     options.acceptBacklog = count + 10;
+    // Every client connection comes from one loopback address, at once: no admission limits.
+    options.maxConnectionsPerAddress = 0;
+    options.maxConnectionsPerPrefix = 0;
+    options.newConnectionsPerSecond = 0;
     // Measured once the endpoint (and its timer wheel's slot ring) exists: what follows is
     // per connection.
     rudp::Endpoint server(io, Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),

@@ -37,7 +37,11 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_packetNumbers(context.secrets.Next()),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
-      m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
+      m_receiveBuffer(context.receivePool, context.options.receiveWindow,
+                      context.options.maxMessageSize, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
+                      context.options.maxReceiveMemoryPerConnection,
+                      static_cast<std::size_t>(std::min<std::uint64_t>(
+                          context.options.maxReceiveMemory, ReceiveBuffer::kUnlimited))),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
 ConnectionCore::~ConnectionCore() {
@@ -75,7 +79,8 @@ void ConnectionCore::SendHandshakePacket(Microseconds now) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   if (m_haveCookie) {
-    writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters());
+    writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters(),
+                                m_context.resetTokens.For(m_localId));
   } else {
     writer.BeginHello(m_localId);
   }
@@ -103,13 +108,28 @@ void ConnectionCore::OnWelcome(const PacketHeader& header, Microseconds now) {
     return;
   }
   m_peerId = header.source;
+  m_peerResetToken = header.resetToken;
   EnterEstablished(header.parameters, now);
   m_events.established = true;
 }
 
+void ConnectionCore::OnRefusal() {
+  if (m_role != Role::Client || m_phase != Phase::Connecting) {
+    ++m_context.stats.droppedUnexpected;
+    return;
+  }
+  Terminate(EngineError::ServerBusy);
+}
+
+void ConnectionCore::OnStatelessReset() {
+  if (m_phase == Phase::Closed) return;
+  Terminate(EngineError::ConnectionReset);  // a draining connection keeps its end reason
+}
+
 void ConnectionCore::StartServer(ConnectionId peerId, const TransportParameters& peer,
-                                 Microseconds now) {
+                                 const ResetToken& peerResetToken, Microseconds now) {
   m_peerId = peerId;
+  m_peerResetToken = peerResetToken;
   SendWelcome();
   EnterEstablished(peer, now);
 }
@@ -122,7 +142,7 @@ void ConnectionCore::SendWelcome() {
   // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  writer.BeginWelcome(m_peerId, m_localId, OwnParameters());
+  writer.BeginWelcome(m_peerId, m_localId, OwnParameters(), m_context.resetTokens.For(m_localId));
   Transmit(writer);
 }
 
@@ -221,6 +241,10 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
         m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
     if (result == ReceiveBuffer::InsertResult::TooFragmented) {
       ++m_context.stats.droppedTooFragmented;
+      return false;
+    }
+    if (result == ReceiveBuffer::InsertResult::OverBudget) {
+      ++m_context.stats.droppedOverMemoryBudget;  // unacknowledged: the peer sends it again
       return false;
     }
     if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
@@ -610,6 +634,8 @@ void ConnectionCore::SendAbortPacket(CloseCode code) {
 }
 
 std::size_t ConnectionCore::Transmit(PacketWriter& writer) {
+  // So that a peer that lost this connection can answer any packet with a smaller Reset.
+  writer.PadTo(kMinDataPacketSize);
   const std::size_t size = m_context.Send(m_remote, writer);
   ++m_stats.packetsSent;
   m_stats.bytesSent += size;

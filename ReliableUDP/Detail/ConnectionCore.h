@@ -80,10 +80,18 @@ class ConnectionCore final : private IPacketFate {
   // --- Handshake --------------------------------------------------------------------------
   void StartClient(Microseconds now);  // sends Hello, arms handshake timers
   // Server side, on a valid HelloWithCookie: peer's CID and parameters; sends Welcome.
-  void StartServer(ConnectionId peerId, const TransportParameters& peer, Microseconds now);
+  void StartServer(ConnectionId peerId, const TransportParameters& peer,
+                   const ResetToken& peerResetToken, Microseconds now);
   void OnCookie(const PacketHeader& header, Microseconds now);
   void OnWelcome(const PacketHeader& header, Microseconds now);
   void OnRepeatedHelloWithCookie(Microseconds now);  // our Welcome was lost: send it again
+  // Client, while connecting: the server refused (ServerBusy). Ends the connection.
+  void OnRefusal();
+  // The peer sent a Reset with this connection's token: it has lost the connection. Ends it
+  // with ConnectionReset (a draining connection just ends sooner).
+  void OnStatelessReset();
+  // The reset token the peer gave for its connection ID (all zero: none, or not known yet).
+  const ResetToken& PeerResetToken() const noexcept { return m_peerResetToken; }
 
   // --- Network ----------------------------------------------------------------------------
   void OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize, Microseconds now);
@@ -211,6 +219,7 @@ class ConnectionCore final : private IPacketFate {
   // Handshake (client).
   bool m_haveCookie = false;
   std::array<std::uint8_t, kCookieSize> m_cookie{};
+  ResetToken m_peerResetToken{};
   unsigned m_handshakeAttempts = 0;
   std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 

@@ -10,6 +10,7 @@
 #include "ReliableUDP/Detail/EngineError.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/SipHash.h"
+#include "ReliableUDP/Detail/StatelessReset.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/EndpointOptions.h"
 #include "ReliableUDP/Statistics.h"
@@ -55,8 +56,10 @@ struct EndpointContext {
         timerSink(timerSink_),
         timerGranularity(timerGranularity_),
         options(options_),
+        receivePool(kReceiveChunkSize),
         connectionIds(RandomSipHashKey()),
         secrets(io_.SecretKey()),
+        resetTokens(options_.statelessResetKey),
         datagram(options_.maxDatagramSize) {}
 
   // Finishes the datagram `writer` built and sends it. Every datagram goes out through here, so
@@ -74,9 +77,14 @@ struct EndpointContext {
   ITimer& timerSink;  // the endpoint: one ITimer for every connection's timers
   Milliseconds timerGranularity;
   EndpointOptions options;  // validated
-  ChunkPool pool;
+  ChunkPool pool;           // send buffers: 16 KiB chunks, filled densely by the application
+  // Receive buffers: small chunks, so that memory follows the bytes a peer actually got stored
+  // (a 16 KiB chunk per one-byte out-of-order frame let a peer pin 1 MB per connection).
+  static constexpr std::size_t kReceiveChunkSize = 1024;
+  ChunkPool receivePool;
   ConnectionIdGenerator connectionIds;
   ConnectionIdGenerator secrets;  // unpredictable seeds (PacketNumberSkipper), not IDs
+  StatelessResetTokens resetTokens;  // of our connection IDs, from the endpoint's secret
   EndpointStatistics stats;
   // Scratch space shared by all connections (the engine is never entered twice at once): a datagram
   // buffer per connection would cost every idle connection maxDatagramSize (1.2 KB by default).

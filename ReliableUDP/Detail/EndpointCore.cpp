@@ -22,8 +22,9 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
                            const EndpointOptions& options, ITimer* timerSink)
     : m_io(io),
       m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
-      m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000) {
-}
+      m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
+      m_admission(options),
+      m_statelessReplies(options.statelessRepliesPerSecond) {}
 
 EndpointCore::~EndpointCore() { Shutdown(); }
 
@@ -54,10 +55,16 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
   const PacketHeader& header = packet.header;
   if (header.type == PacketType::Hello) return OnHello(from, header);
   if (header.type == PacketType::HelloWithCookie) return OnHelloWithCookie(from, header);
+  if (header.type == PacketType::Reset) return OnReset(from, header);
 
   const auto found = m_byId.find(header.destination);
   if (found == m_byId.end()) {
     ++stats.droppedUnknownConnection;
+    // A peer still sending to a connection we no longer have (aborted, or lost in a restart):
+    // tell it, so that it ends now instead of after its idle timeout.
+    if (header.type == PacketType::Data) {
+      SendStatelessReset(from, header.destination, size, m_io.Now());
+    }
     return;
   }
   const std::uint32_t slot = found->second;
@@ -78,6 +85,10 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
         return;
       }
       connection->OnWelcome(header, now);
+      RegisterResetToken(slot);
+      break;
+    case PacketType::Refusal:
+      connection->OnRefusal();
       break;
     case PacketType::Data:
       connection->OnDataPacket(packet, size, now);
@@ -99,10 +110,12 @@ void EndpointCore::OnHello(const Address& from, const PacketHeader& header) {
     ++stats.droppedMalformed;
     return;
   }
+  const Microseconds now = m_io.Now();
+  if (!Admits(from, now)) return SendRefusal(from, header.source, now);  // within one round trip
   // Stateless: the cookie is all the server remembers, and it is in the client's hands. The
   // reply (37 bytes) is far smaller than the 1200-byte Hello, so spoofed Hellos amplify nothing.
   const auto cookie =
-      m_cookies.Mint(from.bytes.data(), from.ByteCount(), from.port, header.source, m_io.Now());
+      m_cookies.Mint(from.bytes.data(), from.ByteCount(), from.port, header.source, now);
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginCookie(header.source, cookie);
@@ -136,11 +149,12 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     ++stats.droppedMalformed;
     return;
   }
-  if (m_acceptQueue.size() >= m_context.options.acceptBacklog ||
-      stats.connectionsOpen >= m_context.options.maxConnections) {
+  if (m_acceptQueue.size() >= m_context.options.acceptBacklog) {
     ++stats.droppedBacklogFull;  // the client retries; it may get in once there is room
     return;
   }
+  if (!Admits(from, now)) return SendRefusal(from, header.source, now);
+  m_admission.OnAdmitted(from, now);
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
   auto connection =
@@ -151,12 +165,13 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
   m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
-  m_handshakeExpiries.Push(
+  m_handshakeExpiries.push_back(
       HandshakeExpiry{now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000,
                       slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
   ++stats.connectionsAccepted;
-  connection->StartServer(header.source, header.parameters, now);
+  RegisterResetTokenOf(slot, header.resetToken);
+  connection->StartServer(header.source, header.parameters, header.resetToken, now);
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.erase(m_acceptWaiters.begin());
@@ -165,6 +180,75 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     m_acceptQueue.push_back(connection);
   }
   HandleEvents(slot);
+}
+
+void EndpointCore::OnReset(const Address& from, const PacketHeader& header) {
+  auto& stats = m_context.stats;
+  const auto found = m_byResetToken.find(ResetTokenPrefix(header.resetToken));
+  if (found == m_byResetToken.end()) {
+    ++stats.droppedUnknownConnection;
+    return;
+  }
+  const std::uint32_t slot = found->second;
+  const std::shared_ptr<ConnectionCore> connection = m_slots[slot].connection;
+  // The whole token, from the peer's address, for the ID we send to: only the peer (or one who
+  // saw the handshake) can know it.
+  if (connection->PeerResetToken() != header.resetToken || connection->Remote() != from ||
+      connection->PeerId() != header.destination) {
+    ++stats.droppedUnexpected;
+    return;
+  }
+  ++stats.statelessResetsReceived;
+  connection->OnStatelessReset();
+  HandleEvents(slot);
+}
+
+bool EndpointCore::Admits(const Address& from, Microseconds now) {
+  return m_context.stats.connectionsOpen < m_context.options.maxConnections &&
+         m_admission.MayAdmit(from, now);
+}
+
+void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
+  auto& stats = m_context.stats;
+  ++stats.connectionsRefused;
+  // 13 bytes for a 1200-byte Hello: no amplification; and rate-limited, so a flood of spoofed
+  // Hellos draws a bounded trickle.
+  if (clientId == 0 || !m_statelessReplies.TryTake(now)) {
+    ++stats.statelessRepliesSuppressed;
+    return;
+  }
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginRefusal(clientId);
+  m_context.Send(to, writer);
+  ++stats.refusalsSent;
+}
+
+void EndpointCore::SendStatelessReset(const Address& to, ConnectionId unknownId,
+                                      std::size_t receivedSize, Microseconds now) {
+  auto& stats = m_context.stats;
+  // Never as large as what it answers (a Reset cannot amplify, and two endpoints that both lost
+  // a connection cannot bounce Resets: a Reset is never answered), and rate-limited.
+  if (receivedSize <= kResetPacketSize || !m_statelessReplies.TryTake(now)) {
+    ++stats.statelessRepliesSuppressed;
+    return;
+  }
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginReset(unknownId, m_context.resetTokens.For(unknownId));
+  m_context.Send(to, writer);
+  ++stats.statelessResetsSent;
+}
+
+void EndpointCore::RegisterResetToken(std::uint32_t slot) {
+  RegisterResetTokenOf(slot, m_slots[slot].connection->PeerResetToken());
+}
+
+void EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token) {
+  if (IsNullResetToken(token)) return;  // a peer without tokens cannot reset us
+  // On a collision of the first 8 bytes (chance 2^-64, or a peer reusing its own token) the
+  // earlier connection keeps the entry; the later one just cannot be reset.
+  m_byResetToken.emplace(ResetTokenPrefix(token), slot);
 }
 
 // --- Connections -------------------------------------------------------------------------------
@@ -224,9 +308,16 @@ void EndpointCore::Retire(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
   const auto& connection = entry.connection;
   m_byId.erase(connection->LocalId());
+  if (!IsNullResetToken(connection->PeerResetToken())) {
+    const auto token = m_byResetToken.find(ResetTokenPrefix(connection->PeerResetToken()));
+    if (token != m_byResetToken.end() && token->second == slot) m_byResetToken.erase(token);
+  }
+  if (connection->GetRole() == ConnectionCore::Role::Server)
+    m_admission.OnEnded(connection->Remote());
   if (entry.inHandshakeMap) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
     entry.inHandshakeMap = false;
+    ++m_deadHandshakeExpiries;  // its expiry entry stays in the list until compacted
   }
   if (connection->GetRole() == ConnectionCore::Role::Server) {
     for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
@@ -240,6 +331,8 @@ void EndpointCore::Retire(std::uint32_t slot) {
   ++entry.generation;        // timer expiries already detached for the old one are ignored
   m_freeSlots.push_back(slot);
   --m_context.stats.connectionsOpen;
+  CompactHandshakeExpiries();
+  ShrinkTables();
 }
 
 void EndpointCore::Shutdown() {
@@ -257,15 +350,92 @@ void EndpointCore::Shutdown() {
 }
 
 void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
-  while (!m_handshakeExpiries.Empty() && m_handshakeExpiries.Front().at <= now) {
-    const HandshakeExpiry expiry = m_handshakeExpiries.Front();
-    m_handshakeExpiries.Pop();
-    Slot& entry = m_slots[expiry.slot];
-    if (entry.generation == expiry.generation && entry.inHandshakeMap) {
+  while (m_handshakeExpiryHead < m_handshakeExpiries.size() &&
+         m_handshakeExpiries[m_handshakeExpiryHead].at <= now) {
+    const HandshakeExpiry expiry = m_handshakeExpiries[m_handshakeExpiryHead++];
+    if (IsLive(expiry)) {
+      Slot& entry = m_slots[expiry.slot];
       m_byHandshake.erase(HandshakeKey{entry.connection->Remote(), entry.connection->PeerId()});
       entry.inHandshakeMap = false;
+    } else {
+      --m_deadHandshakeExpiries;
     }
   }
+  CompactHandshakeExpiries();
+}
+
+bool EndpointCore::IsLive(const HandshakeExpiry& expiry) const noexcept {
+  return expiry.slot < m_slots.size() && m_slots[expiry.slot].generation == expiry.generation &&
+         m_slots[expiry.slot].inHandshakeMap;
+}
+
+void EndpointCore::CompactHandshakeExpiries() {
+  const std::size_t queued = m_handshakeExpiries.size() - m_handshakeExpiryHead;
+  if (queued == 0) {
+    m_handshakeExpiries.clear();
+    m_handshakeExpiryHead = 0;
+    m_deadHandshakeExpiries = 0;
+  } else {
+    const std::size_t live = queued - m_deadHandshakeExpiries;
+    // Amortised O(1): a rebuild costs O(size) and happens only once half the vector is popped
+    // or dead entries outnumber live ones.
+    if (m_handshakeExpiryHead < queued && m_deadHandshakeExpiries <= live + 64) return;
+    std::size_t kept = 0;
+    for (std::size_t i = m_handshakeExpiryHead; i < m_handshakeExpiries.size(); ++i) {
+      if (IsLive(m_handshakeExpiries[i])) m_handshakeExpiries[kept++] = m_handshakeExpiries[i];
+    }
+    m_handshakeExpiries.resize(kept);
+    m_handshakeExpiryHead = 0;
+    m_deadHandshakeExpiries = 0;
+  }
+  if (m_handshakeExpiries.capacity() > 4 * m_handshakeExpiries.size() + 64) {
+    m_handshakeExpiries.shrink_to_fit();
+  }
+}
+
+namespace {
+
+// An unordered_map never gives its buckets back by itself: rebuilt smaller once it is four
+// times emptier than its buckets (amortised O(1) per erase).
+template <class Map>
+void ShrinkMap(Map& map) {
+  if (map.bucket_count() <= 64 || map.size() * 4 >= map.bucket_count()) return;
+  Map smaller(map.begin(), map.end());
+  map.swap(smaller);
+}
+
+}  // namespace
+
+void EndpointCore::ShrinkTables() {
+  ShrinkMap(m_byId);
+  ShrinkMap(m_byHandshake);
+  ShrinkMap(m_byResetToken);
+  // The connection table: slots are never moved (timers carry their index), but free ones at
+  // its end are cut off once it is four times larger than the connections open.
+  if (m_slots.size() <= 64 || m_context.stats.connectionsOpen * 4 >= m_slots.size()) return;
+  while (!m_slots.empty() && !m_slots.back().connection) {
+    m_generationFloor = std::max(m_generationFloor, m_slots.back().generation);
+    m_slots.pop_back();
+  }
+  const auto size = static_cast<std::uint32_t>(m_slots.size());
+  m_freeSlots.erase(std::remove_if(m_freeSlots.begin(), m_freeSlots.end(),
+                                   [size](std::uint32_t slot) { return slot >= size; }),
+                    m_freeSlots.end());
+  if (m_slots.capacity() > 2 * m_slots.size() + 64) m_slots.shrink_to_fit();
+  if (m_freeSlots.capacity() > 2 * m_freeSlots.size() + 64) m_freeSlots.shrink_to_fit();
+}
+
+EndpointCore::TableSizes EndpointCore::Tables() const {
+  TableSizes sizes;
+  sizes.slots = m_slots.size();
+  sizes.connectionIds = m_byId.size();
+  sizes.connectionIdBuckets = m_byId.bucket_count();
+  sizes.handshakes = m_byHandshake.size();
+  sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
+  sizes.resetTokens = m_byResetToken.size();
+  sizes.admissionAddresses = m_admission.TrackedAddresses();
+  sizes.admissionPrefixes = m_admission.TrackedPrefixes();
+  return sizes;
 }
 
 std::uint32_t EndpointCore::AllocateSlot() {
@@ -277,6 +447,7 @@ std::uint32_t EndpointCore::AllocateSlot() {
   if (m_slots.size() >= kMaxConnectionSlots)
     throw std::length_error("ReliableUDP: too many connections");
   m_slots.emplace_back();
+  m_slots.back().generation = m_generationFloor;
   return static_cast<std::uint32_t>(m_slots.size() - 1);
 }
 
@@ -305,11 +476,16 @@ void EndpointCore::OnTimer(UserData userData) {
     return;  // the connection this expiry was for is gone
   }
   const Microseconds now = m_io.Now();
-  if (!m_handshakeExpiries.Empty()) ExpireHandshakeEntries(now);
+  if (m_handshakeExpiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
   m_slots[slot].connection->OnTimer(target.kind, now);
   HandleEvents(slot);
 }
 
-EndpointStatistics EndpointCore::Statistics() const { return m_context.stats; }
+EndpointStatistics EndpointCore::Statistics() const {
+  EndpointStatistics stats = m_context.stats;
+  stats.receiveMemoryInUse = m_context.receivePool.BytesInUse();
+  stats.receiveMemoryAllocated = m_context.receivePool.BytesAllocated();
+  return stats;
+}
 
 }  // namespace timerwheel::rudp::detail

@@ -7,11 +7,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ReliableUDP/Detail/AdmissionControl.h"
 #include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
-#include "ReliableUDP/Detail/VectorQueue.h"
+#include "ReliableUDP/Detail/TokenBucket.h"
 #include "TimerQueue/ITimer.h"
 
 namespace timerwheel::rudp::detail {
@@ -53,6 +54,20 @@ class EndpointCore final : public ITimer {
   void AfterCall(ConnectionCore& connection);
 
   EndpointStatistics Statistics() const;
+
+  // How many entries each per-endpoint structure holds now (and the hash maps' bucket counts),
+  // for tests and monitoring: each is bounded and shrinks back after a burst.
+  struct TableSizes {
+    std::size_t slots = 0;          // connection table, including free slots
+    std::size_t connectionIds = 0;  // by connection ID
+    std::size_t connectionIdBuckets = 0;
+    std::size_t handshakes = 0;         // handshakes whose cookie could still be replayed
+    std::size_t handshakeExpiries = 0;  // their expiry list, dead entries included
+    std::size_t resetTokens = 0;
+    std::size_t admissionAddresses = 0;
+    std::size_t admissionPrefixes = 0;
+  };
+  TableSizes Tables() const;
   EndpointContext& Context() noexcept { return m_context; }
   Microseconds Now() const { return m_io.Now(); }
 
@@ -79,6 +94,15 @@ class EndpointCore final : public ITimer {
 
   void OnHello(const Address& from, const PacketHeader& header);
   void OnHelloWithCookie(const Address& from, const PacketHeader& header);
+  void OnReset(const Address& from, const PacketHeader& header);
+  // Whether a new connection from `from` may be made now (connection limit, admission control).
+  bool Admits(const Address& from, Microseconds now);
+  // Stateless replies, rate-limited together and always smaller than what they answer.
+  void SendRefusal(const Address& to, ConnectionId clientId, Microseconds now);
+  void SendStatelessReset(const Address& to, ConnectionId unknownId, std::size_t receivedSize,
+                          Microseconds now);
+  void RegisterResetToken(std::uint32_t slot);
+  void RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token);
   std::uint32_t AllocateSlot();
   ConnectionId NewConnectionId();
   void HandleEvents(std::uint32_t slot);
@@ -89,6 +113,10 @@ class EndpointCore final : public ITimer {
   IEndpointIo& m_io;
   EndpointContext m_context;
   HandshakeCookie m_cookies;
+  AdmissionControl m_admission;
+  TokenBucket m_statelessReplies;  // refusals and resets
+  // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
+  std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;
   std::vector<Slot> m_slots;
   std::vector<std::uint32_t> m_freeSlots;
@@ -102,7 +130,19 @@ class EndpointCore final : public ITimer {
     std::uint32_t generation = 0;
   };
   void ExpireHandshakeEntries(Microseconds now);
-  VectorQueue<HandshakeExpiry> m_handshakeExpiries;
+  bool IsLive(const HandshakeExpiry& expiry) const noexcept;
+  void CompactHandshakeExpiries();
+  void ShrinkTables();
+  // In expiry order from m_handshakeExpiryHead on. An entry is dead once its connection retired
+  // before it expired; dead entries are dropped in a compaction once they outnumber the live
+  // ones, so the list holds at most 2 x live + 64 entries (before, it emptied only when every
+  // entry had expired, so handshake churn grew it without bound, and it never shrank).
+  std::vector<HandshakeExpiry> m_handshakeExpiries;
+  std::size_t m_handshakeExpiryHead = 0;
+  std::size_t m_deadHandshakeExpiries = 0;
+  // New slots start at this generation: above that of every slot trimmed off the table's end,
+  // so that an expiry detached for a trimmed slot never matches its successor.
+  std::uint32_t m_generationFloor = 0;
   std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
   std::vector<std::shared_ptr<ConnectionCore>> m_acceptQueue;       // established, not yet accepted
   std::vector<ConnectCompletion> m_acceptWaiters;

@@ -1,6 +1,7 @@
 // Types and constants shared by every part of the ReliableUDP protocol engine.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -20,6 +21,18 @@ inline constexpr std::size_t kHelloSize = 1200;
 inline constexpr std::size_t kCookieSize = 24;          // 8 bytes time window + 16 bytes MAC
 inline constexpr std::size_t kChecksumSize = 4;         // CRC-32C trailer on every datagram
 inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload over IPv4
+
+// Stateless reset (RFC 9000 10.3): a token per connection ID, sent in the handshake; a Reset
+// packet that carries it ends the connection. All zero: no token (the peer cannot be reset).
+inline constexpr std::size_t kResetTokenSize = 16;
+using ResetToken = std::array<std::uint8_t, kResetTokenSize>;
+// A Reset packet: type, the connection ID it answers, the token, checksum. Data packets are
+// padded to at least kMinDataPacketSize, so that every one of them can be answered by a smaller
+// Reset (a reset never amplifies).
+inline constexpr std::size_t kResetPacketSize = 1 + 8 + kResetTokenSize + kChecksumSize;
+inline constexpr std::size_t kMinDataPacketSize = kResetPacketSize + 1;
+// A Refusal packet: type, the client's connection ID, checksum.
+inline constexpr std::size_t kRefusalPacketSize = 1 + 8 + kChecksumSize;
 
 // RFC 9002 constants.
 inline constexpr std::uint64_t kPacketThreshold = 3;

@@ -9,8 +9,6 @@ namespace timerwheel::rudp::detail {
 
 namespace {
 
-constexpr std::uint64_t kChunk = ChunkPool::kChunkSize;
-
 // The number of bytes of a QUIC varint (RFC 9000 section 16), from the top two bits of its first
 // byte. Kept here rather than taken from WireFormat so the buffer stands alone.
 std::size_t VarIntLength(std::uint8_t firstByte) noexcept {
@@ -20,11 +18,14 @@ std::size_t VarIntLength(std::uint8_t firstByte) noexcept {
 }  // namespace
 
 ReceiveBuffer::ReceiveBuffer(ChunkPool& pool, std::size_t window, std::size_t maxMessageSize,
-                             std::size_t maxOutOfOrderRanges) noexcept
+                             std::size_t maxOutOfOrderRanges, std::size_t connectionBudget,
+                             std::size_t endpointBudget) noexcept
     : m_pool(pool),
       m_window(window),
       m_maxMessageSize(maxMessageSize),
-      m_maxOutOfOrderRanges(maxOutOfOrderRanges) {
+      m_maxOutOfOrderRanges(maxOutOfOrderRanges),
+      m_connectionBudget(connectionBudget),
+      m_endpointBudget(endpointBudget) {
   // A message and its longest length prefix must fit in the window, or it could never complete.
   assert(maxMessageSize <= window && window - maxMessageSize >= 8);
 }
@@ -65,18 +66,54 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
 
   // Copy only the bytes not present yet (the gaps between existing ranges): each offset is stored
   // once, so a misbehaving peer cannot rewrite bytes already received.
-  if (m_chunks.empty()) m_chunkBase = m_consumed - m_consumed % kChunk;
+  const std::uint64_t chunkSize = m_pool.ChunkSize();
+  if (m_chunks.empty()) m_chunkBase = m_consumed - m_consumed % chunkSize;
+
+  // First the budgets: how many chunks the gaps need that are not there yet. Walked by chunk,
+  // not by byte: at most window / chunk size steps, and each new chunk is counted once.
+  std::size_t newChunks = 0;
+  {
+    std::uint64_t cursor = begin;
+    std::size_t lastCounted = ~std::size_t{0};
+    for (std::size_t i = first; cursor < end; ++i) {
+      const bool more = i < m_outOfOrder.RangeCount() && m_outOfOrder[i].begin < end;
+      const std::uint64_t gapEnd = more ? m_outOfOrder[i].begin : end;
+      if (cursor < gapEnd) {
+        const auto firstIndex = static_cast<std::size_t>((cursor - m_chunkBase) / chunkSize);
+        const auto lastIndex = static_cast<std::size_t>((gapEnd - 1 - m_chunkBase) / chunkSize);
+        for (std::size_t index = firstIndex; index <= lastIndex; ++index) {
+          if (index == lastCounted) continue;
+          lastCounted = index;
+          if (index >= m_chunks.size() || m_chunks[index] == nullptr) ++newChunks;
+        }
+      }
+      if (!more) break;
+      cursor = std::max(cursor, m_outOfOrder[i].end);
+    }
+  }
+  if (newChunks > 0) {
+    const std::size_t newBytes = newChunks * static_cast<std::size_t>(chunkSize);
+    const bool extendsPrefix = begin == m_contiguousEnd;
+    if ((!extendsPrefix && MemoryHeld() + newBytes > m_connectionBudget) ||
+        m_pool.BytesInUse() + newBytes > m_endpointBudget) {
+      return InsertResult::OverBudget;
+    }
+  }
+
   std::uint64_t cursor = begin;
   for (std::size_t i = first; cursor < end; ++i) {
     const bool more = i < m_outOfOrder.RangeCount() && m_outOfOrder[i].begin < end;
     const std::uint64_t gapEnd = more ? m_outOfOrder[i].begin : end;
     for (std::uint64_t at = cursor; at < gapEnd;) {
-      const auto index = static_cast<std::size_t>((at - m_chunkBase) / kChunk);
+      const auto index = static_cast<std::size_t>((at - m_chunkBase) / chunkSize);
       if (index >= m_chunks.size()) m_chunks.resize(index + 1, nullptr);
-      if (m_chunks[index] == nullptr) m_chunks[index] = m_pool.Acquire();  // lazily, as needed
-      const auto within = static_cast<std::size_t>(at % kChunk);
+      if (m_chunks[index] == nullptr) {
+        m_chunks[index] = m_pool.Acquire();  // lazily, as needed
+        ++m_chunksHeld;
+      }
+      const auto within = static_cast<std::size_t>(at % chunkSize);
       const auto n =
-          static_cast<std::size_t>(std::min<std::uint64_t>(gapEnd - at, kChunk - within));
+          static_cast<std::size_t>(std::min<std::uint64_t>(gapEnd - at, chunkSize - within));
       std::memcpy(m_chunks[index] + within, data + (at - offset), n);
       at += n;
     }
@@ -97,10 +134,11 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
 ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& out) {
   const std::uint64_t available = m_contiguousEnd - m_consumed;
   if (available == 0) return ReadResult::NeedMore;
+  const std::uint64_t chunkSize = m_pool.ChunkSize();
 
   // Bytes are reached one at a time for the prefix, which may straddle two chunks.
-  const auto byteAt = [this](std::uint64_t at) {
-    return m_chunks[static_cast<std::size_t>((at - m_chunkBase) / kChunk)][at % kChunk];
+  const auto byteAt = [this, chunkSize](std::uint64_t at) {
+    return m_chunks[static_cast<std::size_t>((at - m_chunkBase) / chunkSize)][at % chunkSize];
   };
   const std::uint8_t firstByte = byteAt(m_consumed);
   const std::size_t prefixLength = VarIntLength(firstByte);
@@ -113,10 +151,10 @@ ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& 
   out.resize(static_cast<std::size_t>(length));
   std::uint64_t at = m_consumed + prefixLength;
   for (std::size_t done = 0; done < out.size();) {
-    const auto within = static_cast<std::size_t>(at % kChunk);
-    const std::size_t n = std::min(out.size() - done, ChunkPool::kChunkSize - within);
+    const auto within = static_cast<std::size_t>(at % chunkSize);
+    const std::size_t n = std::min(out.size() - done, m_pool.ChunkSize() - within);
     std::memcpy(out.data() + done,
-                m_chunks[static_cast<std::size_t>((at - m_chunkBase) / kChunk)] + within, n);
+                m_chunks[static_cast<std::size_t>((at - m_chunkBase) / chunkSize)] + within, n);
     done += n;
     at += n;
   }
@@ -128,16 +166,27 @@ ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& 
   if (m_consumed == m_contiguousEnd && m_outOfOrder.Empty()) {
     freed = m_chunks.size();
   } else {
-    while (freed < m_chunks.size() && m_chunkBase + (freed + 1) * kChunk <= m_consumed) ++freed;
+    while (freed < m_chunks.size() && m_chunkBase + (freed + 1) * chunkSize <= m_consumed) ++freed;
   }
   if (freed > 0) {
     for (std::size_t i = 0; i < freed; ++i) {
-      if (m_chunks[i] != nullptr) m_pool.Release(m_chunks[i]);
+      if (m_chunks[i] != nullptr) {
+        m_pool.Release(m_chunks[i]);
+        --m_chunksHeld;
+      }
     }
     m_chunks.erase(m_chunks.begin(), m_chunks.begin() + static_cast<std::ptrdiff_t>(freed));
-    m_chunkBase += freed * kChunk;
+    m_chunkBase += freed * chunkSize;
   }
   return ReadResult::Message;
+}
+
+std::uint64_t ReceiveBuffer::BytesHeld() const noexcept {
+  std::uint64_t bytes = m_contiguousEnd - m_consumed;
+  for (std::size_t i = 0; i < m_outOfOrder.RangeCount(); ++i) {
+    bytes += m_outOfOrder[i].end - m_outOfOrder[i].begin;
+  }
+  return bytes;
 }
 
 void ReceiveBuffer::ReleaseIdleMemory() {

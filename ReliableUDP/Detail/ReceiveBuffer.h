@@ -18,13 +18,27 @@ namespace timerwheel::rudp::detail {
 //   [ConsumedOffset .. ContiguousEnd) received in order, waiting to be read as messages
 //   above ContiguousEnd               received out of order (tracked in a RangeSet, bounded)
 //
+// Memory: bytes live in the pool's chunks (the endpoint gives receive buffers small ones, 1 KiB),
+// taken lazily where bytes arrive and given back as soon as they are read, so what a connection
+// holds is proportional to the bytes it holds: at most the bytes plus one chunk per edge of each
+// out-of-order range. Two budgets bound it, counted in whole chunks: `connectionBudget` for this
+// buffer (data that extends the contiguous prefix is exempt: the window bounds it, and refusing
+// it could stall a message forever) and `endpointBudget` for the whole pool. Data over a budget
+// is refused (InsertResult::OverBudget) before anything is stored, so its packet goes
+// unacknowledged and the peer sends it again later: nothing is acknowledged and then lost.
+//
 // Not thread-safe (the endpoint's lock guards it).
 class ReceiveBuffer {
  public:
+  static constexpr std::size_t kUnlimited = ~std::size_t{0};
+  static constexpr std::size_t kDefaultMaxOutOfOrderRanges = 256;
+
   // window: the most bytes buffered at once; must be >= maxMessageSize + 8 so that any message
-  // fits. maxOutOfOrderRanges bounds the reassembly bookkeeping.
+  // fits. maxOutOfOrderRanges bounds the reassembly bookkeeping. Budgets in bytes (see above).
   ReceiveBuffer(ChunkPool& pool, std::size_t window, std::size_t maxMessageSize,
-                std::size_t maxOutOfOrderRanges = 256) noexcept;
+                std::size_t maxOutOfOrderRanges = kDefaultMaxOutOfOrderRanges,
+                std::size_t connectionBudget = kUnlimited,
+                std::size_t endpointBudget = kUnlimited) noexcept;
   ~ReceiveBuffer();
   ReceiveBuffer(const ReceiveBuffer&) = delete;
   ReceiveBuffer& operator=(const ReceiveBuffer&) = delete;
@@ -33,6 +47,7 @@ class ReceiveBuffer {
     Ok,             // stored (possibly nothing new: a duplicate)
     BeyondWindow,   // some byte at or above Limit(): the peer broke flow control (protocol error)
     TooFragmented,  // would exceed maxOutOfOrderRanges: dropped, the peer will resend
+    OverBudget,     // would exceed a memory budget: dropped (nothing stored), the peer will resend
   };
   InsertResult Insert(std::uint64_t offset, const std::uint8_t* data, std::size_t size);
 
@@ -48,6 +63,9 @@ class ReceiveBuffer {
   // The highest offset (exclusive) the peer may send now: ConsumedOffset() + window.
   std::uint64_t Limit() const noexcept { return m_consumed + m_window; }
   std::uint64_t HighestReceived() const noexcept { return m_highest; }  // exclusive end
+  // Pool memory this buffer holds now (whole chunks), and the bytes stored in it.
+  std::size_t MemoryHeld() const noexcept { return m_chunksHeld * m_pool.ChunkSize(); }
+  std::uint64_t BytesHeld() const noexcept;
 
   // When everything received was consumed: gives back the bookkeeping's high-water capacity.
   void ReleaseIdleMemory();
@@ -57,6 +75,9 @@ class ReceiveBuffer {
   std::size_t m_window;
   std::size_t m_maxMessageSize;
   std::size_t m_maxOutOfOrderRanges;
+  std::size_t m_connectionBudget;
+  std::size_t m_endpointBudget;
+  std::size_t m_chunksHeld = 0;
   // null where nothing was received yet. A vector, not std::deque: libstdc++ allocates ~600 B for
   // an empty deque.
   std::vector<std::uint8_t*> m_chunks;

@@ -18,7 +18,7 @@ constexpr std::size_t kCommonHeaderSize = 1 + kConnectionIdSize;
 constexpr std::size_t kHeaderWithSourceSize = kCommonHeaderSize + kConnectionIdSize;
 // The common header and the checksum: what every datagram has.
 constexpr std::size_t kMinimumPacketSize = kCommonHeaderSize + kChecksumSize;
-constexpr std::uint8_t kLastPacketType = static_cast<std::uint8_t>(PacketType::Data);
+constexpr std::uint8_t kLastPacketType = static_cast<std::uint8_t>(PacketType::Reset);
 // The range count of an ACK never exceeds kMaxAckRanges - 1, which always fits in one byte.
 static_assert(kMaxAckRanges - 1 <= 63, "the ACK range count must be a one-byte varint");
 
@@ -211,12 +211,21 @@ DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
       if (size < kHelloSize) return DecodeStatus::BadHelloSize;
       if (!reader.ReadBig64(header.source) ||
           !reader.ReadBytes(header.cookie.data(), kCookieSize) ||
-          !ReadParameters(reader, header.parameters)) {
+          !ReadParameters(reader, header.parameters) ||
+          !reader.ReadBytes(header.resetToken.data(), kResetTokenSize)) {
         return DecodeStatus::TooShort;
       }
       break;
     case PacketType::Welcome:
-      if (!reader.ReadBig64(header.source) || !ReadParameters(reader, header.parameters)) {
+      if (!reader.ReadBig64(header.source) || !ReadParameters(reader, header.parameters) ||
+          !reader.ReadBytes(header.resetToken.data(), kResetTokenSize)) {
+        return DecodeStatus::TooShort;
+      }
+      break;
+    case PacketType::Refusal:
+      break;
+    case PacketType::Reset:
+      if (!reader.ReadBytes(header.resetToken.data(), kResetTokenSize)) {
         return DecodeStatus::TooShort;
       }
       break;
@@ -333,7 +342,7 @@ bool PacketWriter::Start(PacketType type, ConnectionId destination, std::size_t 
                          std::size_t minimumSize) noexcept {
   m_position = m_begin;
   m_framesBegin = m_begin;
-  m_padToHelloSize = type == PacketType::Hello || type == PacketType::HelloWithCookie;
+  m_minimumSize = minimumSize;
   m_failed = false;
   const std::size_t capacity = static_cast<std::size_t>(m_end - m_begin);
   if (capacity < std::max(headerSize + kChecksumSize, minimumSize)) {
@@ -361,25 +370,44 @@ void PacketWriter::BeginCookie(ConnectionId destination,
 
 void PacketWriter::BeginHelloWithCookie(ConnectionId source,
                                         const std::array<std::uint8_t, kCookieSize>& cookie,
-                                        const TransportParameters& parameters) noexcept {
+                                        const TransportParameters& parameters,
+                                        const ResetToken& resetToken) noexcept {
   if (!Start(PacketType::HelloWithCookie, 0,
-             kHeaderWithSourceSize + kCookieSize + ParametersSize(parameters), kHelloSize)) {
+             kHeaderWithSourceSize + kCookieSize + ParametersSize(parameters) + kResetTokenSize,
+             kHelloSize)) {
     return;
   }
   m_position = WriteBig64(m_position, source);
   std::memcpy(m_position, cookie.data(), kCookieSize);
   m_position += kCookieSize;
   m_position = WriteParameters(m_position, parameters);
+  std::memcpy(m_position, resetToken.data(), kResetTokenSize);
+  m_position += kResetTokenSize;
   m_framesBegin = m_position;
 }
 
 void PacketWriter::BeginWelcome(ConnectionId destination, ConnectionId source,
-                                const TransportParameters& parameters) noexcept {
-  if (!Start(PacketType::Welcome, destination, kHeaderWithSourceSize + ParametersSize(parameters),
-             0))
+                                const TransportParameters& parameters,
+                                const ResetToken& resetToken) noexcept {
+  if (!Start(PacketType::Welcome, destination,
+             kHeaderWithSourceSize + ParametersSize(parameters) + kResetTokenSize, 0))
     return;
   m_position = WriteBig64(m_position, source);
   m_position = WriteParameters(m_position, parameters);
+  std::memcpy(m_position, resetToken.data(), kResetTokenSize);
+  m_position += kResetTokenSize;
+  m_framesBegin = m_position;
+}
+
+void PacketWriter::BeginRefusal(ConnectionId destination) noexcept {
+  if (!Start(PacketType::Refusal, destination, kCommonHeaderSize, 0)) return;
+  m_framesBegin = m_position;
+}
+
+void PacketWriter::BeginReset(ConnectionId destination, const ResetToken& resetToken) noexcept {
+  if (!Start(PacketType::Reset, destination, kCommonHeaderSize + kResetTokenSize, 0)) return;
+  std::memcpy(m_position, resetToken.data(), kResetTokenSize);
+  m_position += kResetTokenSize;
   m_framesBegin = m_position;
 }
 
@@ -481,6 +509,11 @@ bool PacketWriter::AppendClose(CloseCode code) noexcept {
   return true;
 }
 
+void PacketWriter::PadTo(std::size_t datagramSize) noexcept {
+  const auto capacity = static_cast<std::size_t>(m_end - m_begin);
+  m_minimumSize = std::max(m_minimumSize, std::min(datagramSize, capacity));
+}
+
 std::size_t PacketWriter::Remaining() const noexcept {
   if (m_failed) return 0;
   const std::size_t left = static_cast<std::size_t>(m_end - m_position);
@@ -493,8 +526,9 @@ std::size_t PacketWriter::FramesSize() const noexcept {
 
 std::size_t PacketWriter::Finish() noexcept {
   if (m_failed) return 0;
-  if (m_padToHelloSize) {
-    std::uint8_t* const paddingEnd = m_begin + (kHelloSize - kChecksumSize);
+  if (m_minimumSize > 0) {
+    // Padding bytes are PADDING frames in a Data packet; ignored after a Hello's fields.
+    std::uint8_t* const paddingEnd = m_begin + (m_minimumSize - kChecksumSize);
     if (m_position < paddingEnd) {
       std::memset(m_position, 0, static_cast<std::size_t>(paddingEnd - m_position));
       m_position = paddingEnd;

@@ -19,6 +19,12 @@ enum class PacketType : std::uint8_t {
   HelloWithCookie = 2,  // client -> server: source CID, cookie, parameters, padded to kHelloSize
   Welcome = 3,          // server -> client: destination CID = client CID, server CID, parameters
   Data = 4,             // either way: destination CID, packet number, frames
+  // server -> client: destination CID = client CID; the server will not take the connection
+  // now (full, or over an admission limit). Stateless, smaller than the Hello it answers.
+  Refusal = 5,
+  // either way, to a peer whose connection ID is unknown here: destination CID = that unknown ID
+  // (echoed), then the reset token derived from it. Stateless, smaller than the packet answered.
+  Reset = 6,
 };
 
 enum class FrameType : std::uint8_t {
@@ -68,6 +74,8 @@ struct PacketHeader {
   std::array<std::uint8_t, kCookieSize> cookie{};
   // HelloWithCookie, Welcome.
   TransportParameters parameters;
+  // HelloWithCookie, Welcome: the reset token of the sender's connection ID. Reset: the token.
+  ResetToken resetToken{};
   // Data: the full packet number.
   PacketNumber packetNumber = 0;
 };
@@ -148,10 +156,14 @@ class PacketWriter {
                    const std::array<std::uint8_t, kCookieSize>& cookie) noexcept;
   void BeginHelloWithCookie(ConnectionId source,
                             const std::array<std::uint8_t, kCookieSize>& cookie,
-                            const TransportParameters& parameters) noexcept;
+                            const TransportParameters& parameters,
+                            const ResetToken& resetToken = {}) noexcept;
   void BeginWelcome(ConnectionId destination, ConnectionId source,
-                    const TransportParameters& parameters) noexcept;
+                    const TransportParameters& parameters,
+                    const ResetToken& resetToken = {}) noexcept;
   void BeginData(ConnectionId destination, PacketNumber packetNumber) noexcept;
+  void BeginRefusal(ConnectionId destination) noexcept;
+  void BeginReset(ConnectionId destination, const ResetToken& resetToken) noexcept;
 
   bool AppendPing() noexcept;
   // ranges: descending, disjoint and not adjacent; writes as many as fit (at least the first),
@@ -169,11 +181,16 @@ class PacketWriter {
   // The datagram being built (Finish() says how many bytes of it to send).
   const std::uint8_t* Data() const noexcept { return m_begin; }
 
+  // Makes Finish pad the datagram to at least `datagramSize` bytes (as far as the capacity
+  // allows): PADDING frames in a Data packet. Call after Begin*.
+  void PadTo(std::size_t datagramSize) noexcept;
+
   // Space left for frames, after reserving the checksum.
   std::size_t Remaining() const noexcept;
   // Bytes of frames appended so far (0: nothing but the header).
   std::size_t FramesSize() const noexcept;
-  // Pads Hello/HelloWithCookie, appends the CRC-32C and returns the datagram's size.
+  // Pads (Hello/HelloWithCookie to kHelloSize, or as PadTo asked), appends the CRC-32C and returns
+  // the datagram's size.
   std::size_t Finish() noexcept;
 
  private:
@@ -185,7 +202,7 @@ class PacketWriter {
   std::uint8_t* m_position;
   std::uint8_t* m_end;
   std::uint8_t* m_framesBegin;
-  bool m_padToHelloSize = false;
+  std::size_t m_minimumSize = 0;  // Finish pads to this (checksum included)
   bool m_failed = false;
 };
 

@@ -21,7 +21,12 @@
 //    never followed by one that succeeds; an oversized send fails with MessageTooLarge; a
 //    connection ends with exactly one reason, one of the end reasons;
 //  - EndpointStatistics: connectionsOpen is at most 1 on each side while running and 0 after
-//    shutdown; the drop counters never exceed the datagrams received.
+//    shutdown; the drop counters never exceed the datagrams received;
+//  - the memory bounds (docs/reliable-udp.md, "Memory bound"): receive-buffer memory within the
+//    window (in-order data) plus the per-connection budget (out of order) per open connection,
+//    and within the endpoint budget; the pool's free chunks within max(floor, half in use); every
+//    per-endpoint table (slots, IDs, handshakes, their expiry list, reset tokens, admission
+//    counts) bounded by the connections open.
 //
 // Determinism: no real time; the network's generator has a fixed seed. The endpoints draw their
 // connection-ID and cookie keys from std::random_device (in the library), so connection IDs and
@@ -56,11 +61,13 @@ using timerwheel::fuzz::InjectKind;
 using timerwheel::fuzz::MessageByte;
 using timerwheel::rudp::Connection;
 using timerwheel::rudp::Error;
+using timerwheel::rudp::detail::ChunkPool;
 using timerwheel::rudp::detail::ConnectionId;
 using timerwheel::rudp::detail::Crc32c;
 using timerwheel::rudp::detail::DecodedPacket;
 using timerwheel::rudp::detail::DecodePacket;
 using timerwheel::rudp::detail::DecodeStatus;
+using timerwheel::rudp::detail::EndpointContext;
 using timerwheel::rudp::detail::Frame;
 using timerwheel::rudp::detail::FrameReader;
 using timerwheel::rudp::detail::FrameType;
@@ -97,7 +104,8 @@ void Check(bool condition, const std::string& what) {
 bool IsEndReason(const ErrorCode& error) {
   return error == Error::ClosedByPeer || error == Error::ClosedLocally ||
          error == Error::TimedOut || error == Error::Aborted || error == Error::AbortedByPeer ||
-         error == Error::ProtocolError || error == Error::EndpointClosed;
+         error == Error::ProtocolError || error == Error::EndpointClosed ||
+         error == Error::ConnectionReset;
 }
 
 void AppendVarInt(std::vector<std::uint8_t>& out, std::uint64_t value) {
@@ -722,7 +730,33 @@ class Harness {
                                     stats.droppedWrongAddress + stats.droppedOversize;
       Check(dropped <= stats.datagramsReceived, "more datagrams dropped than received");
       Check(stats.connectionsAccepted <= stats.datagramsReceived, "more accepted than received");
+      CheckMemoryBounds(side, stats);
     }
+  }
+
+  void CheckMemoryBounds(int side, const timerwheel::rudp::EndpointStatistics& stats) {
+    const std::string who = side == kClient ? "client" : "server";
+    // One chunk of rounding at each end of the in-order data.
+    const std::uint64_t chunk = EndpointContext::kReceiveChunkSize;
+    const std::uint64_t perConnection =
+        m_options.receiveWindow + 2 * chunk + m_options.maxReceiveMemoryPerConnection;
+    // A connection that ended keeps its buffered messages while its handle lives: the one
+    // connection of each side counts until then.
+    Check(stats.receiveMemoryInUse <= perConnection,
+          who + " holds " + std::to_string(stats.receiveMemoryInUse) +
+              " bytes of receive memory, over the per-connection bound");
+    Check(stats.receiveMemoryInUse <= m_options.maxReceiveMemory,
+          who + " is over the endpoint's receive budget");
+    const std::uint64_t floor = ChunkPool::kDefaultRetainedBytes;
+    Check(stats.receiveMemoryAllocated - stats.receiveMemoryInUse <=
+              std::max(floor, stats.receiveMemoryInUse / 2),
+          who + "'s receive pool keeps more free chunks than its high-water mark");
+    const auto tables = m_hosts[side]->Core().Tables();
+    const std::size_t open = static_cast<std::size_t>(stats.connectionsOpen);
+    Check(tables.slots <= 64 && tables.connectionIds <= open && tables.handshakes <= open &&
+              tables.handshakeExpiries <= 2 * open + 64 && tables.resetTokens <= open &&
+              tables.admissionAddresses <= open && tables.admissionPrefixes <= open,
+          who + "'s tables are larger than its connections allow");
   }
 
   // With CONNECTION_FUZZER_VERBOSE set: what the input did (for reading a crash or a seed).

@@ -179,6 +179,28 @@ void PacketDecoderSeeds() {
                   w.AppendClose(CloseCode::Graceful);
                 }));
   // Hand-made: padding between frames, non-minimal varints, malformed frames.
+  // Issue 14's packets: a refusal, a stateless reset, and the handshake with reset tokens.
+  WriteDatagram("refusal", Packet([](PacketWriter& w) { w.BeginRefusal(kDestination); }));
+  ResetToken token{};
+  for (std::size_t i = 0; i < token.size(); ++i) token[i] = static_cast<std::uint8_t>(0x80 + i);
+  WriteDatagram("reset", Packet([&token](PacketWriter& w) { w.BeginReset(kDestination, token); }));
+  WriteDatagram("hello-with-cookie-token", Packet([&token](PacketWriter& w) {
+                  w.BeginHelloWithCookie(kSource, Cookie(), kParameters, token);
+                }));
+  WriteDatagram("welcome-token", Packet([&token](PacketWriter& w) {
+                  w.BeginWelcome(kDestination, kSource, kParameters, token);
+                }));
+  // Many tiny STREAM frames far apart, and a datagram of redundant ACK frames.
+  {
+    Bytes frames;
+    for (std::uint8_t i = 0; i < 64; ++i) {
+      frames.insert(frames.end(), {0x03, 0x80, 0x00, static_cast<std::uint8_t>(i), 0x00, 0x01, i});
+    }
+    WriteDatagram("data-scattered-tiny-stream", RawData(frames));
+    Bytes acks;
+    for (int i = 0; i < 100; ++i) acks.insert(acks.end(), {0x02, 0x10, 0x00, 0x00, 0x10});
+    WriteDatagram("data-redundant-acks", RawData(acks));
+  }
   WriteDatagram("data-padding", RawData({0x00, 0x00, 0x01, 0x00, 0x04, 0x05, 0x00, 0x00}));
   WriteDatagram("data-non-minimal-varints",
                 RawData({0x02, 0x40, 0x64, 0x80, 0x00, 0x04, 0xd2, 0x01, 0x0a, 0x1c, 0x0a, 0x03,
@@ -460,6 +482,60 @@ void ConnectionSeeds() {
     script.InjectData(S, InjectKind::DataBadChecksum, 0, 0, {0x01});
     script.AdvanceMs(100).InjectData(S, InjectKind::Data, 0, 0, {0x05, 0x00}).AdvanceMs(2000);
     WriteScript("forged-frames", script);
+  }
+  // Issue 14's shapes. Scattered tiny STREAM frames: the client's 60 KB message is held back
+  // (link down), then the server gets one-byte pieces of it 1 KiB apart, out of order, then the
+  // rest arrives.
+  {
+    ConnectionScript script(0);
+    script.AutoReceive(S).Link(C, 6, 1).Send(C, 60'000).AdvanceMs(10);
+    for (int i = 0; i < 40; ++i) {
+      const auto offset = static_cast<std::uint16_t>(100 + 1024 * (40 - i));
+      script.InjectData(S, InjectKind::Data, 0, 0,
+                        {0x03, static_cast<std::uint8_t>(0x40 | (offset >> 8)),
+                         static_cast<std::uint8_t>(offset), 0x01, 0x00});
+    }
+    script.Link(C, 6, 0).AdvanceMs(3000).Close(C).AdvanceMs(2000);
+    WriteScript("scattered-tiny-stream", script);
+  }
+  // Redundant ACK floods: datagrams of the same ACK frame again and again.
+  {
+    ConnectionScript script(0);
+    script.AutoReceive(S).Send(S, 20'000).AdvanceTenthsOfMs(5);
+    Bytes acks;
+    for (int i = 0; i < 200; ++i) acks.insert(acks.end(), {0x02, 0x00, 0x00, 0x00, 0x00});
+    for (int i = 0; i < 20; ++i) script.InjectData(C, InjectKind::DataAckRelative, 0, 0, acks);
+    script.AdvanceMs(2000);
+    WriteScript("redundant-ack-flood", script);
+  }
+  // Handshake churn: Hellos from the peer's and a stranger's address, each a new client ID.
+  {
+    ConnectionScript script(0);
+    for (std::uint8_t i = 0; i < 30; ++i) {
+      const Bytes hello = Packet([i](PacketWriter& w) { w.BeginHello(kSource + i); });
+      script.InjectRaw(S, InjectKind::RawHelloSized, Bytes(hello.begin(), hello.begin() + 17),
+                       i % 2 == 0);
+    }
+    script.AdvanceMs(100).Send(C, 100).AdvanceMs(1000);
+    WriteScript("handshake-churn", script);
+  }
+  // A stateless reset: the server's abort is lost, the client keeps sending and is reset; and
+  // forged Resets and Refusals (unknown token and ID) that must change nothing.
+  {
+    ConnectionScript script(16);
+    script.AutoReceive(C).Link(S, 6, 1).Abort(S).AdvanceMs(10).Link(S, 6, 0).Send(C, 300);
+    script.AdvanceMs(1000);
+    WriteScript("stateless-reset", script);
+    ConnectionScript forged(0);
+    const Bytes reset = Packet([](PacketWriter& w) { w.BeginReset(kDestination, ResetToken{1}); });
+    const Bytes refusal = Packet([](PacketWriter& w) { w.BeginRefusal(kDestination); });
+    auto body = [](const Bytes& datagram) { return Bytes(datagram.begin(), datagram.end() - 4); };
+    forged.AutoReceive(S).Send(C, 500).AdvanceTenthsOfMs(5);
+    forged.InjectRaw(C, InjectKind::RawChecksum, body(reset));
+    forged.InjectRaw(S, InjectKind::RawChecksum, body(reset));
+    forged.InjectRaw(C, InjectKind::RawChecksum, body(refusal));
+    forged.AdvanceMs(500).Close(C).AdvanceMs(2000);
+    WriteScript("forged-reset-and-refusal", forged);
   }
 }
 

@@ -114,10 +114,17 @@ std::vector<std::uint8_t> Encode(const PacketHeader& header, const std::vector<F
       writer.BeginCookie(header.destination, header.cookie);
       break;
     case PacketType::HelloWithCookie:
-      writer.BeginHelloWithCookie(header.source, header.cookie, header.parameters);
+      writer.BeginHelloWithCookie(header.source, header.cookie, header.parameters,
+                                  header.resetToken);
       break;
     case PacketType::Welcome:
-      writer.BeginWelcome(header.destination, header.source, header.parameters);
+      writer.BeginWelcome(header.destination, header.source, header.parameters, header.resetToken);
+      break;
+    case PacketType::Refusal:
+      writer.BeginRefusal(header.destination);
+      break;
+    case PacketType::Reset:
+      writer.BeginReset(header.destination, header.resetToken);
       break;
     case PacketType::Data:
       writer.BeginData(header.destination, header.packetNumber);
@@ -148,7 +155,7 @@ bool SameHeader(const PacketHeader& a, const PacketHeader& b) {
          a.parameters.maxDatagramSize == b.parameters.maxDatagramSize &&
          a.parameters.idleTimeoutMs == b.parameters.idleTimeoutMs &&
          a.parameters.maxMessageSize == b.parameters.maxMessageSize &&
-         a.packetNumber == b.packetNumber;
+         a.resetToken == b.resetToken && a.packetNumber == b.packetNumber;
 }
 
 bool SameFrame(const Frame& a, const Frame& b) {

@@ -182,8 +182,8 @@ TEST_CASE("a Welcome round-trips both connection IDs and the parameters", "[rudp
   Writer w;
   w.writer.BeginWelcome(0x1111u, 0x2222u, SampleParameters());
   const Bytes datagram = w.Finish();
-  // Header, server CID, parameters (1 + 4 + 2 + 4 + 8 bytes of varints), checksum.
-  CHECK(datagram.size() == 1 + 8 + 8 + 19 + kChecksumSize);
+  // Header, server CID, parameters (1 + 4 + 2 + 4 + 8 bytes of varints), reset token, checksum.
+  CHECK(datagram.size() == 1 + 8 + 8 + 19 + kResetTokenSize + kChecksumSize);
   DecodedPacket packet;
   REQUIRE(Decode(datagram, packet) == DecodeStatus::Ok);
   CHECK(packet.header.type == PacketType::Welcome);
@@ -291,7 +291,7 @@ TEST_CASE("the header is checked for size, version, type and checksum in that or
     body[0] = static_cast<std::uint8_t>((version << 4) | 4);
     CHECK(Decode(Seal(body), packet) == DecodeStatus::BadVersion);
   }
-  for (std::uint8_t type = 5; type < 16; ++type) {
+  for (std::uint8_t type = 7; type < 16; ++type) {
     Bytes body = DataHeader();
     body[0] = static_cast<std::uint8_t>((kProtocolVersion << 4) | type);
     CHECK(Decode(Seal(body), packet) == DecodeStatus::BadPacketType);

@@ -212,6 +212,10 @@ int main(int argc, char** argv) {
     const Udp::endpoint loopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
     rudp::EndpointOptions serverOptions;
     serverOptions.acceptIncoming = true;
+    // Every connection comes from one loopback address: no admission limits (--connections N).
+    serverOptions.maxConnectionsPerAddress = 0;
+    serverOptions.maxConnectionsPerPrefix = 0;
+    serverOptions.newConnectionsPerSecond = 0;
     serverOptions.maxConnections = connections + 10;
     serverOptions.acceptBacklog = connections + 10;
     serverOptions.timerMonitor = &serverTimers;

@@ -1,0 +1,80 @@
+// AdmissionControl: per-address and per-prefix connection counts and a new-connection rate.
+#include "ReliableUDP/Detail/AdmissionControl.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace timerwheel::rudp::detail {
+namespace {
+
+constexpr std::size_t kV4PrefixBytes = 3;  // /24
+constexpr std::size_t kV6PrefixBytes = 7;  // /56
+
+}  // namespace
+
+AdmissionControl::AdmissionControl(const EndpointOptions& options) noexcept
+    : m_perAddress(options.maxConnectionsPerAddress),
+      m_perPrefix(options.maxConnectionsPerPrefix),
+      m_rate(options.newConnectionsPerSecond) {}
+
+std::size_t AdmissionControl::KeyHash::operator()(const Key& key) const noexcept {
+  // FNV-1a: the keys are validated source addresses (a handshake cookie proved each), so an
+  // attacker cannot choose many colliding ones cheaply.
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const std::uint8_t byte : key.bytes) hash = (hash ^ byte) * 1099511628211ull;
+  return static_cast<std::size_t>(hash);
+}
+
+AdmissionControl::Key AdmissionControl::AddressKey(const Address& address) noexcept {
+  Key key;
+  key.bytes[0] = static_cast<std::uint8_t>(address.family);
+  std::memcpy(key.bytes.data() + 1, address.bytes.data(), address.ByteCount());
+  return key;
+}
+
+AdmissionControl::Key AdmissionControl::PrefixKey(const Address& address) noexcept {
+  Key key;
+  key.bytes[0] = static_cast<std::uint8_t>(address.family);
+  const std::size_t length =
+      address.family == Address::Family::V4 ? kV4PrefixBytes : kV6PrefixBytes;
+  std::memcpy(key.bytes.data() + 1, address.bytes.data(), length);
+  return key;
+}
+
+bool AdmissionControl::MayAdmit(const Address& from, Microseconds now) {
+  if (!m_rate.Available(now)) return false;
+  if (m_perAddress != 0) {
+    const auto found = m_byAddress.find(AddressKey(from));
+    if (found != m_byAddress.end() && found->second >= m_perAddress) return false;
+  }
+  if (m_perPrefix != 0) {
+    const auto found = m_byPrefix.find(PrefixKey(from));
+    if (found != m_byPrefix.end() && found->second >= m_perPrefix) return false;
+  }
+  return true;
+}
+
+void AdmissionControl::OnAdmitted(const Address& from, Microseconds now) {
+  m_rate.TryTake(now);
+  ++m_byAddress[AddressKey(from)];
+  ++m_byPrefix[PrefixKey(from)];
+}
+
+void AdmissionControl::OnEnded(const Address& from) {
+  Decrement(m_byAddress, AddressKey(from));
+  Decrement(m_byPrefix, PrefixKey(from));
+}
+
+void AdmissionControl::Decrement(Counts& counts, const Key& key) {
+  const auto found = counts.find(key);
+  if (found == counts.end()) return;
+  if (--found->second == 0) counts.erase(found);
+  // An unordered_map never gives its buckets back by itself: after a burst, rebuild it smaller
+  // (amortised: only once it is four times emptier than its buckets).
+  if (counts.bucket_count() > 64 && counts.size() * 4 < counts.bucket_count()) {
+    Counts smaller(counts.begin(), counts.end());
+    counts.swap(smaller);
+  }
+}
+
+}  // namespace timerwheel::rudp::detail

@@ -17,6 +17,18 @@ enum class TimerKind : unsigned {
 };
 inline constexpr unsigned kTimerKindCount = 5;
 
+// The phases of the model-based congestion controller (CongestionControl::Bbr).
+enum class CongestionPhase : unsigned {
+  Startup = 0,    // doubling the rate each round trip until the bandwidth stops growing
+  Drain,          // emptying the queue Startup built
+  ProbeBwDown,    // below the estimate, draining what the last probe queued
+  ProbeBwCruise,  // at the estimate
+  ProbeBwRefill,  // one round at the estimate with the short-term bounds lifted
+  ProbeBwUp,      // above the estimate, looking for more bandwidth
+  ProbeRtt,       // a small window for a moment, to measure the empty-queue round trip
+};
+inline constexpr unsigned kCongestionPhaseCount = 7;
+
 struct ConnectionStatistics {
   // Round trip, microseconds (0 until the first sample).
   std::uint64_t smoothedRttMicroseconds = 0;
@@ -48,6 +60,11 @@ struct ConnectionStatistics {
   // Timers: how often each kind was armed (set or re-set) and how often it fired.
   std::uint64_t timerArmed[kTimerKindCount] = {};
   std::uint64_t timerFired[kTimerKindCount] = {};
+  // The model-based controller's estimates at the last ACK (0 for the other controllers).
+  std::uint64_t bandwidthEstimate = 0;  // bytes per second
+  std::uint64_t modelMinRttMicroseconds = 0;
+  std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
+  std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
 };
 
 struct EndpointStatistics {

@@ -28,8 +28,9 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_slot(slot),
       m_sendBuffer(context.pool, context.options.sendBufferSize),
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
-                                 context.options.congestionControl == CongestionControl::NewReno,
-                                 context.options.pacing}),
+                                 context.options.congestionControl != CongestionControl::None,
+                                 context.options.pacing,
+                                 context.options.congestionControl == CongestionControl::Bbr}),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
       m_receiveBuffer(context.pool, context.options.receiveWindow, context.options.maxMessageSize),
@@ -475,6 +476,7 @@ void ConnectionCore::Flush(Microseconds now) {
       }
     } else if (!probe) {
       mode = PacketMode::AckOnly;
+      m_loss.OnApplicationLimited();  // nothing to send: rate samples now measure the application
     }
     if (mode == PacketMode::AckOnly) {
       if (ackWanted && m_acks.HasAnythingToAck()) SendDataPacket(now, PacketMode::AckOnly);
@@ -794,6 +796,13 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];
     stats.timerFired[kind] = m_stats.timerFired[kind];
+  }
+  const CongestionStatistics& model = m_loss.CongestionControllerStatistics();
+  stats.bandwidthEstimate = model.bandwidthEstimate;
+  stats.modelMinRttMicroseconds = model.minRttEstimate;
+  stats.congestiveLossRounds = model.congestiveLossRounds;
+  for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
+    stats.phaseMicroseconds[phase] = model.phaseMicroseconds[phase];
   }
   return stats;
 }

@@ -13,7 +13,7 @@ constexpr double kStartupPacingGain = 2.77;  // 4 ln 2: doubles the delivery rat
 constexpr double kDrainPacingGain = 0.35;    // about 1 / 2.77: drains Startup's queue in a round
 constexpr double kDownPacingGain = 0.9;
 constexpr double kUpPacingGain = 1.25;
-constexpr double kWindowGain = 2.0;    // room for ACK aggregation and delayed ACKs
+constexpr double kWindowGain = 2.0;     // room for ACK aggregation and delayed ACKs
 constexpr double kUpWindowGain = 2.25;  // lets Up put its extra quarter BDP in flight
 constexpr double kPacingMargin = 0.01;  // pace 1 % under the estimate, so no queue builds at it
 // Loss (draft 4.7.3): a round whose loss is above 2 % of what it delivered is too lossy; the
@@ -26,6 +26,7 @@ constexpr double kHeadroom = 0.85;
 // jitter and delayed ACKs on a short path from looking like a queue.
 constexpr Microseconds kQueueRttDivisor = 4;
 constexpr Microseconds kQueueRttFloor = 2'000;
+constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
 // Startup ends when the bandwidth grew less than 25 % in 3 round trips (draft 4.3.1.2).
 constexpr double kFullBandwidthGrowth = 1.25;
 constexpr unsigned kFullBandwidthRounds = 3;
@@ -84,6 +85,7 @@ bool Bbr::OnPacketsLost(Microseconds /*largestLostSentTime*/, std::uint64_t lost
                         Microseconds /*now*/) noexcept {
   // Judged per round trip in OnAckProcessed: one loss is not yet a signal.
   m_roundLost += lostBytes;
+  ++m_roundLossEvents;
   return false;
 }
 
@@ -114,14 +116,25 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
   m_bytesInFlight = ack.bytesInFlight;
   if (ack.hasRttSample) {
     UpdateMinRtt(ack.latestRtt, now);
-    m_roundMaxRtt = std::max(m_roundMaxRtt, ack.latestRtt);
+    // The queue signal leaves out the time the peer held the ACK: at a low rate a delayed ACK
+    // would otherwise look like a queue, and loss then like congestion.
+    const Microseconds queued =
+        ack.latestRtt >= m_minRtt + ack.ackDelay ? ack.latestRtt - ack.ackDelay : m_minRtt;
+    m_roundMaxRtt = std::max(m_roundMaxRtt, queued);
   }
   UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
+  // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
+  // bounds adapt once the round is complete (its delivery is then known).
   if (!m_roundCongested && RoundIsCongested()) {
     m_roundCongested = true;
-    OnCongestion(now);
+    if (m_phase == CongestionPhase::Startup || IsProbingBandwidth(m_phase)) OnCongestion(now);
   }
-  if (m_roundEnds) OnRoundEnd(now);
+  if (m_roundEnds) {
+    if (m_roundCongested && m_phase != CongestionPhase::Startup && !IsProbingBandwidth(m_phase)) {
+      OnCongestion(now);
+    }
+    OnRoundEnd(now);
+  }
 
   if (m_phase == CongestionPhase::Startup && m_filledPipe) EnterPhase(CongestionPhase::Drain, now);
   if (m_phase == CongestionPhase::Drain && m_bytesInFlight <= Bdp(Bandwidth(), 1.0)) {
@@ -190,9 +203,14 @@ void Bbr::UpdateBandwidth(const RateSample& sample) noexcept {
 
 bool Bbr::RoundIsCongested() const noexcept {
   if (m_roundLost == 0 || m_minRtt == 0) return false;
-  const double lossRate =
-      static_cast<double>(m_roundLost) / static_cast<double>(m_roundLost + m_roundDelivered);
+  // Over the round's flight: early in a round one loss must not look like all of it.
+  const double flight =
+      static_cast<double>(std::max(m_roundLost + m_roundDelivered, m_roundMaxInflight));
+  const double lossRate = static_cast<double>(m_roundLost) / flight;
   if (lossRate <= kLossThreshold) return false;
+  // Startup's own queue (it sends at 2.77x) raises the RTT whatever the loss is: there, random
+  // loss must also not look like an overflow, so it takes several loss events (draft 4.3.1.3).
+  if (m_phase == CongestionPhase::Startup && m_roundLossEvents < kStartupLossEvents) return false;
   const Microseconds rise = std::max(m_minRtt / kQueueRttDivisor, kQueueRttFloor);
   return m_roundMaxRtt >= m_minRtt + rise;
 }
@@ -230,23 +248,27 @@ void Bbr::OnCongestion(Microseconds now) noexcept {
 }
 
 void Bbr::OnRoundEnd(Microseconds /*now*/) noexcept {
+  if (m_phase == CongestionPhase::ProbeBwUp && m_inflightHi != UINT64_MAX && !m_roundCongested) {
+    // Draft 4.7.3.2: what a probe round put in flight without congestion is safe.
+    m_inflightHi = std::max(m_inflightHi, m_roundMaxInflight);
+    if (m_roundMaxInflight + m_maxDatagramSize >= m_cwnd) {
+      // Draft 4.3.3.4: a window-limited Up round raises inflight_hi, by twice as much each
+      // round, so that a large increase in capacity is found in a few round trips.
+      m_inflightHi += m_inflightHiGrowth * m_maxDatagramSize;
+      m_inflightHiGrowth = std::min(2 * m_inflightHiGrowth, kMaxInflightHiGrowthPackets);
+    }
+  }
   m_roundEnds = false;
   ++m_roundCount;
   m_nextRoundDelivered = m_sampler.Delivered();
   m_roundDelivered = 0;
   m_roundLost = 0;
+  m_roundLossEvents = 0;
   m_roundMaxRtt = 0;
   m_roundMaxInflight = m_bytesInFlight;
   m_roundCongested = false;
   m_resetLatest = true;
   if (m_phase == CongestionPhase::Startup) CheckStartupDone();
-  if (m_phase == CongestionPhase::ProbeBwUp && m_inflightHi != UINT64_MAX &&
-      m_bytesInFlight + m_maxDatagramSize >= m_cwnd) {
-    // Draft 4.3.3.4: a window-limited Up round without congestion raises inflight_hi, by twice
-    // as much each round, so that a large increase in capacity is found in a few round trips.
-    m_inflightHi += m_inflightHiGrowth * m_maxDatagramSize;
-    m_inflightHiGrowth = std::min(2 * m_inflightHiGrowth, kMaxInflightHiGrowthPackets);
-  }
 }
 
 void Bbr::CheckStartupDone() noexcept {
@@ -287,8 +309,7 @@ void Bbr::StartProbeBwDown(Microseconds now) noexcept {
 
 void Bbr::AdvanceProbeBw(Microseconds now) noexcept {
   const std::uint64_t bdp = Bdp(Bandwidth(), 1.0);
-  const std::uint64_t renoRounds =
-      std::min(kMaxRenoRounds, bdp / std::uint64_t{m_maxDatagramSize});
+  const std::uint64_t renoRounds = std::min(kMaxRenoRounds, bdp / std::uint64_t{m_maxDatagramSize});
   const bool timeToProbe =
       now >= m_cycleStart + m_probeWait || m_roundCount >= m_cycleStartRound + renoRounds;
   switch (m_phase) {

@@ -49,7 +49,7 @@ class Bbr final : public ICongestionController {
   // Bytes per second: min(max_bw, bw_lo); 0 before the first sample.
   double Bandwidth() const noexcept;
   double MaxBandwidth() const noexcept;
-  Microseconds MinRtt() const noexcept { return m_minRtt; }  // 0 before the first sample
+  Microseconds MinRtt() const noexcept { return m_minRtt; }             // 0 before the first sample
   std::uint64_t InflightHigh() const noexcept { return m_inflightHi; }  // UINT64_MAX: unset
 
  private:
@@ -88,6 +88,7 @@ class Bbr final : public ICongestionController {
   std::uint64_t m_roundCount = 0;
   std::uint64_t m_roundDelivered = 0;  // acked bytes in the current round
   std::uint64_t m_roundLost = 0;       // lost bytes in the current round
+  unsigned m_roundLossEvents = 0;      // batches of losses declared in the current round
   Microseconds m_roundMaxRtt = 0;
   std::uint64_t m_roundMaxInflight = 0;
   bool m_roundCongested = false;  // this round's congestion was already acted on

@@ -28,8 +28,8 @@ void DeliveryRateSampler::OnPacketAcked(const SentPacket& packet, Microseconds n
     m_haveSample = true;
     m_sample.priorDelivered = packet.delivered;
     m_sample.appLimited = packet.appLimited;
-    m_sendElapsed = packet.timeSent >= packet.firstSentTime ? packet.timeSent - packet.firstSentTime
-                                                            : 0;
+    m_sendElapsed =
+        packet.timeSent >= packet.firstSentTime ? packet.timeSent - packet.firstSentTime : 0;
     m_ackElapsed = now >= packet.deliveredTime ? now - packet.deliveredTime : 0;
     m_firstSentTime = packet.timeSent;
   }

@@ -137,6 +137,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   event.bytesInFlight = m_bytesInFlight;
   event.hasRttSample = haveRttSample;
   event.latestRtt = m_rtt.Latest();
+  event.ackDelay = ack.ackDelayMicroseconds;
   m_congestion->OnAckProcessed(event);
 
   Settle(now);

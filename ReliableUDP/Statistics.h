@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace timerwheel::rudp {
 
@@ -66,6 +68,45 @@ struct ConnectionStatistics {
   std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
   std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
 };
+
+inline const char* CongestionPhaseName(CongestionPhase phase) {
+  static const char* const kNames[kCongestionPhaseCount] = {
+      "Startup",        "Drain",      "ProbeBW-down", "ProbeBW-cruise",
+      "ProbeBW-refill", "ProbeBW-up", "ProbeRTT"};
+  const auto index = static_cast<unsigned>(phase);
+  return index < kCongestionPhaseCount ? kNames[index] : "?";
+}
+
+// The congestion controller's state in one line, for logs and the end of a transfer: the model
+// (estimated bandwidth, min RTT), the losses, and the share of time in each phase (Bbr), e.g.
+// "bw 48.1 Mbit/s, min RTT 20.1 ms, srtt 21.0 ms, cwnd 250 KB, lost 12 (congestive rounds 1),
+// phases Startup 2% Drain 0% ProbeBW-down 4% ...". Controllers without a model show the window.
+inline std::string DescribeCongestion(const ConnectionStatistics& statistics) {
+  char buffer[160];
+  std::string text;
+  const auto ms = [](std::uint64_t us) { return static_cast<double>(us) / 1000.0; };
+  std::snprintf(buffer, sizeof buffer,
+                "bw %.1f Mbit/s, min RTT %.1f ms, srtt %.1f ms, cwnd %.0f KB, lost %llu "
+                "(congestive rounds %llu)",
+                static_cast<double>(statistics.bandwidthEstimate) * 8 / 1e6,
+                ms(statistics.modelMinRttMicroseconds), ms(statistics.smoothedRttMicroseconds),
+                static_cast<double>(statistics.congestionWindow) / 1024,
+                static_cast<unsigned long long>(statistics.packetsLost),
+                static_cast<unsigned long long>(statistics.congestiveLossRounds));
+  text += buffer;
+  std::uint64_t total = 0;
+  for (std::uint64_t us : statistics.phaseMicroseconds) total += us;
+  if (total == 0) return text;
+  text += ", phases";
+  for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
+    std::snprintf(buffer, sizeof buffer, " %s %.0f%%",
+                  CongestionPhaseName(static_cast<CongestionPhase>(phase)),
+                  100.0 * static_cast<double>(statistics.phaseMicroseconds[phase]) /
+                      static_cast<double>(total));
+    text += buffer;
+  }
+  return text;
+}
 
 struct EndpointStatistics {
   std::uint64_t datagramsReceived = 0;

@@ -107,7 +107,8 @@ constexpr double kPayloadShare = 0.97;
 
 }  // namespace
 
-// --- DeliveryRateSampler --------------------------------------------------------------------------
+// --- DeliveryRateSampler
+// --------------------------------------------------------------------------
 
 TEST_CASE("DeliveryRateSampler measures the rate packets were delivered at",
           "[rudp][bbr][sampler]") {
@@ -165,11 +166,13 @@ TEST_CASE("DeliveryRateSampler measures the rate packets were delivered at",
   }
 }
 
-// --- Bbr over a modelled path ---------------------------------------------------------------------
+// --- Bbr over a modelled path
+// ---------------------------------------------------------------------
 
-TEST_CASE("Bbr fills a 20 Mbit/s bottleneck, estimates its bandwidth and RTT, and keeps the "
-          "queue short",
-          "[rudp][bbr][sim]") {
+TEST_CASE(
+    "Bbr fills a 20 Mbit/s bottleneck, estimates its bandwidth and RTT, and keeps the "
+    "queue short",
+    "[rudp][bbr][sim]") {
   constexpr double kRate = 2.5 * kMegabyte;  // 20 Mbit/s: BDP 50 KB at 20 ms
   SimulatedNetwork network(101);
   BulkFlow flow(network, 9000, 9001, rudp::CongestionControl::Bbr);

@@ -22,9 +22,10 @@ constexpr double kPacingMargin = 0.01;  // pace 1 % under the estimate, so no qu
 constexpr double kLossThreshold = 0.02;
 constexpr double kBeta = 0.7;
 constexpr double kHeadroom = 0.85;
-// The RTT rise that marks a round's loss as congestive: max(min RTT / 4, 2 ms). The floor keeps
-// jitter and delayed ACKs on a short path from looking like a queue.
-constexpr Microseconds kQueueRttDivisor = 4;
+// The rise of a round's mean RTT that marks its loss as congestive: max(min RTT / 8, 2 ms) (a
+// quarter-BDP probe queues min RTT / 4 at its end). The floor keeps jitter and delayed ACKs on a
+// short path from looking like a queue.
+constexpr Microseconds kQueueRttDivisor = 8;
 constexpr Microseconds kQueueRttFloor = 2'000;
 constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
 // Startup ends when the bandwidth grew less than 25 % in 3 round trips (draft 4.3.1.2).
@@ -120,7 +121,8 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
     // would otherwise look like a queue, and loss then like congestion.
     const Microseconds queued =
         ack.latestRtt >= m_minRtt + ack.ackDelay ? ack.latestRtt - ack.ackDelay : m_minRtt;
-    m_roundMaxRtt = std::max(m_roundMaxRtt, queued);
+    m_roundRttSum += queued;
+    ++m_roundRttSamples;
   }
   UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
   // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
@@ -211,8 +213,13 @@ bool Bbr::RoundIsCongested() const noexcept {
   // Startup's own queue (it sends at 2.77x) raises the RTT whatever the loss is: there, random
   // loss must also not look like an overflow, so it takes several loss events (draft 4.3.1.3).
   if (m_phase == CongestionPhase::Startup && m_roundLossEvents < kStartupLossEvents) return false;
+  // The round's mean RTT, not its highest: a full queue delays every packet, while a scheduling
+  // hiccup at either end (a busy host) delays a few, and must not turn random loss into
+  // congestion.
+  if (m_roundRttSamples == 0) return false;
+  const Microseconds mean = m_roundRttSum / m_roundRttSamples;
   const Microseconds rise = std::max(m_minRtt / kQueueRttDivisor, kQueueRttFloor);
-  return m_roundMaxRtt >= m_minRtt + rise;
+  return mean >= m_minRtt + rise;
 }
 
 void Bbr::OnCongestion(Microseconds now) noexcept {
@@ -264,7 +271,8 @@ void Bbr::OnRoundEnd(Microseconds /*now*/) noexcept {
   m_roundDelivered = 0;
   m_roundLost = 0;
   m_roundLossEvents = 0;
-  m_roundMaxRtt = 0;
+  m_roundRttSum = 0;
+  m_roundRttSamples = 0;
   m_roundMaxInflight = m_bytesInFlight;
   m_roundCongested = false;
   m_resetLatest = true;

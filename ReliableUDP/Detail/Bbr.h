@@ -19,7 +19,7 @@ namespace timerwheel::rudp::detail {
 // max(4 packets, BDP / 2) for 200 ms and a round trip).
 //
 // Loss: a round trip's loss is a congestion signal only when it exceeds 2 % of what the round
-// delivered AND the round's RTT rose above the minimum by max(min RTT / 4, 2 ms): a queue that
+// delivered AND the round's mean RTT rose above the minimum by max(min RTT / 8, 2 ms): a queue that
 // overflows fills first, so congestive loss comes with a rising RTT; random loss (radio, a busy
 // Wi-Fi) does not. Such a round sets inflight_hi (the in-flight level that overflowed) in Startup
 // and ProbeBW Up, and lowers the short-term bounds bw_lo / inflight_lo (to the latest round's
@@ -89,7 +89,8 @@ class Bbr final : public ICongestionController {
   std::uint64_t m_roundDelivered = 0;  // acked bytes in the current round
   std::uint64_t m_roundLost = 0;       // lost bytes in the current round
   unsigned m_roundLossEvents = 0;      // batches of losses declared in the current round
-  Microseconds m_roundMaxRtt = 0;
+  Microseconds m_roundRttSum = 0;      // RTT samples (less the peer's ACK delay) in the round
+  unsigned m_roundRttSamples = 0;
   std::uint64_t m_roundMaxInflight = 0;
   bool m_roundCongested = false;  // this round's congestion was already acted on
 

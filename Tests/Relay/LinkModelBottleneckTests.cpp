@@ -28,9 +28,10 @@ Deliveries Arrive(LinkModel& model, Microseconds now, std::uint8_t flow = 0) {
 
 }  // namespace
 
-TEST_CASE("LinkModel rate change mid-run: the queue drains at the old rate, later datagrams at "
-          "the new",
-          "[relay]") {
+TEST_CASE(
+    "LinkModel rate change mid-run: the queue drains at the old rate, later datagrams at "
+    "the new",
+    "[relay]") {
   ImpairmentProfile profile;
   profile.rateBitsPerSecond = 1e6;
   LinkModel model(profile, kSeed);

@@ -126,13 +126,16 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
   }
   UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
   // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
-  // bounds adapt once the round is complete (its delivery is then known).
-  if (!m_roundCongested && RoundIsCongested()) {
+  // bounds adapt once the round is complete, judged on the whole round (its delivery and its
+  // mean RTT are then known; a few samples early in a round are one hiccup's worth).
+  const bool probing = m_phase == CongestionPhase::Startup || IsProbingBandwidth(m_phase);
+  if (probing && !m_roundCongested && RoundIsCongested()) {
     m_roundCongested = true;
-    if (m_phase == CongestionPhase::Startup || IsProbingBandwidth(m_phase)) OnCongestion(now);
+    OnCongestion(now);
   }
   if (m_roundEnds) {
-    if (m_roundCongested && m_phase != CongestionPhase::Startup && !IsProbingBandwidth(m_phase)) {
+    if (!probing && RoundIsCongested()) {
+      m_roundCongested = true;
       OnCongestion(now);
     }
     OnRoundEnd(now);

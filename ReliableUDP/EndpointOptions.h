@@ -17,7 +17,13 @@ enum class TimerQueueKind {
 };
 
 enum class CongestionControl {
-  NewReno,  // RFC 9002 NewReno with pacing: for the open Internet
+  // Model-based (BBRv3-style): paces at the estimated bottleneck bandwidth and keeps about two
+  // BDPs in flight; loss counts as congestion only above 2 % per round trip with a rising RTT, so
+  // random loss does not slow it. The default: for the open Internet, lossy links included.
+  Bbr,
+  // RFC 9002 NewReno with HyStart++ and pacing: halves on every loss event. For paths where loss
+  // means congestion and a loss-based controller is expected (sharing with TCP Reno/CUBIC).
+  NewReno,
   // The "known path" profile: no congestion window and no pacing; only the peer's receive window
   // limits sending. For a path you own end to end (a LAN, a private link) whose capacity you
   // know; on a shared path it will cause congestion collapse. Loss recovery still runs.
@@ -45,8 +51,8 @@ struct EndpointOptions {
   Milliseconds handshakeTimeout = 10'000;  // AsyncConnect gives up with TimedOut
   Milliseconds cookieWindow = 10'000;      // a handshake cookie is valid for one to two windows
 
-  CongestionControl congestionControl = CongestionControl::NewReno;
-  bool pacing = true;  // with NewReno: spread the window over the round trip
+  CongestionControl congestionControl = CongestionControl::Bbr;
+  bool pacing = true;  // with Bbr or NewReno: pace (off: NewReno bursts its window; Bbr ignores it)
 
   // Timers.
   TimerQueueKind timerQueue = TimerQueueKind::Wheel;

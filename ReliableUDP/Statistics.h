@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace timerwheel::rudp {
 
@@ -16,6 +18,18 @@ enum class TimerKind : unsigned {
   ConnectionDeadline,
 };
 inline constexpr unsigned kTimerKindCount = 5;
+
+// The phases of the model-based congestion controller (CongestionControl::Bbr).
+enum class CongestionPhase : unsigned {
+  Startup = 0,    // doubling the rate each round trip until the bandwidth stops growing
+  Drain,          // emptying the queue Startup built
+  ProbeBwDown,    // below the estimate, draining what the last probe queued
+  ProbeBwCruise,  // at the estimate
+  ProbeBwRefill,  // one round at the estimate with the short-term bounds lifted
+  ProbeBwUp,      // above the estimate, looking for more bandwidth
+  ProbeRtt,       // a small window for a moment, to measure the empty-queue round trip
+};
+inline constexpr unsigned kCongestionPhaseCount = 7;
 
 struct ConnectionStatistics {
   // Round trip, microseconds (0 until the first sample).
@@ -51,7 +65,51 @@ struct ConnectionStatistics {
   // Sent-packet records looked at by ACK processing and loss detection, in total: what ACK
   // frames cost this side (bounded per frame by its ranges and what it newly acknowledges).
   std::uint64_t ackRecordsVisited = 0;
+  // The model-based controller's estimates at the last ACK (0 for the other controllers).
+  std::uint64_t bandwidthEstimate = 0;  // bytes per second
+  std::uint64_t modelMinRttMicroseconds = 0;
+  std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
+  std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
 };
+
+inline const char* CongestionPhaseName(CongestionPhase phase) {
+  static const char* const kNames[kCongestionPhaseCount] = {
+      "Startup",        "Drain",      "ProbeBW-down", "ProbeBW-cruise",
+      "ProbeBW-refill", "ProbeBW-up", "ProbeRTT"};
+  const auto index = static_cast<unsigned>(phase);
+  return index < kCongestionPhaseCount ? kNames[index] : "?";
+}
+
+// The congestion controller's state in one line, for logs and the end of a transfer: the model
+// (estimated bandwidth, min RTT), the losses, and the share of time in each phase (Bbr), e.g.
+// "bw 48.1 Mbit/s, min RTT 20.1 ms, srtt 21.0 ms, cwnd 250 KB, lost 12 (congestive rounds 1),
+// phases Startup 2% Drain 0% ProbeBW-down 4% ...". Controllers without a model show the window.
+inline std::string DescribeCongestion(const ConnectionStatistics& statistics) {
+  char buffer[160];
+  std::string text;
+  const auto ms = [](std::uint64_t us) { return static_cast<double>(us) / 1000.0; };
+  std::snprintf(buffer, sizeof buffer,
+                "bw %.1f Mbit/s, min RTT %.1f ms, srtt %.1f ms, cwnd %.0f KB, lost %llu "
+                "(congestive rounds %llu)",
+                static_cast<double>(statistics.bandwidthEstimate) * 8 / 1e6,
+                ms(statistics.modelMinRttMicroseconds), ms(statistics.smoothedRttMicroseconds),
+                static_cast<double>(statistics.congestionWindow) / 1024,
+                static_cast<unsigned long long>(statistics.packetsLost),
+                static_cast<unsigned long long>(statistics.congestiveLossRounds));
+  text += buffer;
+  std::uint64_t total = 0;
+  for (std::uint64_t us : statistics.phaseMicroseconds) total += us;
+  if (total == 0) return text;
+  text += ", phases";
+  for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
+    std::snprintf(buffer, sizeof buffer, " %s %.0f%%",
+                  CongestionPhaseName(static_cast<CongestionPhase>(phase)),
+                  100.0 * static_cast<double>(statistics.phaseMicroseconds[phase]) /
+                      static_cast<double>(total));
+    text += buffer;
+  }
+  return text;
+}
 
 struct EndpointStatistics {
   std::uint64_t datagramsReceived = 0;

@@ -3,6 +3,7 @@
 //   ReliableUdpFileTransfer receive <port> <output-file>        waits for one file, then exits
 //   ReliableUdpFileTransfer send <host> <port> <input-file>     sends it
 //   ReliableUdpFileTransfer demo [megabytes]                    both, in one process, on loopback
+//   ... --cc bbr|newreno|none (before the mode)  the congestion controller (default bbr)
 //
 // The file goes as messages of up to 64 KB after a first message holding its size; the sender
 // closes gracefully, which delivers everything before the receiver sees ClosedByPeer.
@@ -113,6 +114,8 @@ std::uint64_t SendFile(Endpoint& endpoint, const Udp::endpoint& to, std::istream
   connection->Close();  // returns at once; the wait ends when the peer has acknowledged all
   const auto reason = closed.get_future().get();
   if (reason != timerwheel::rudp::Error::ClosedLocally) std::cerr << reason.message() << "\n";
+  // The controller's model at the end: estimated bandwidth, min RTT, losses, time per phase.
+  std::printf("%s\n", timerwheel::rudp::DescribeCongestion(connection->GetStatistics()).c_str());
   return sent;
 }
 // [/readme]
@@ -138,11 +141,10 @@ void Report(const char* what, std::uint64_t bytes, Clock::duration elapsed) {
               Seconds(elapsed), static_cast<double>(bytes) / 1e6 / Seconds(elapsed));
 }
 
-int Receive(unsigned short port, const std::string& path) {
+int Receive(unsigned short port, const std::string& path, EndpointOptions options) {
   std::ofstream out(path, std::ios::binary);
   if (!out) return std::fprintf(stderr, "cannot write %s\n", path.c_str()), 1;
   IoThread io;
-  EndpointOptions options;
   options.acceptIncoming = true;
   Endpoint endpoint(io.Io(), Udp::endpoint(Udp::v4(), port), options);
   std::printf("receiving on port %u\n", static_cast<unsigned>(endpoint.LocalEndpoint().port()));
@@ -152,11 +154,12 @@ int Receive(unsigned short port, const std::string& path) {
   return bytes > 0 ? 0 : 1;
 }
 
-int Send(const std::string& host, unsigned short port, const std::string& path) {
+int Send(const std::string& host, unsigned short port, const std::string& path,
+         const EndpointOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::fprintf(stderr, "cannot read %s\n", path.c_str()), 1;
   IoThread io;
-  Endpoint endpoint(io.Io(), Udp::endpoint(Udp::v4(), 0));
+  Endpoint endpoint(io.Io(), Udp::endpoint(Udp::v4(), 0), options);
   const auto start = Clock::now();
   const std::uint64_t bytes =
       SendFile(endpoint, Udp::endpoint(boost::asio::ip::make_address(host), port), in);
@@ -165,17 +168,16 @@ int Send(const std::string& host, unsigned short port, const std::string& path) 
 }
 
 // Both ends in one process over loopback: generates `megabytes` of data, checks it arrives.
-int Demo(std::size_t megabytes) {
+int Demo(std::size_t megabytes, EndpointOptions options) {
   std::string data(megabytes * 1000 * 1000, '\0');
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 131) >> 3);
   std::istringstream in(data);
   std::ostringstream out;
   IoThread receiverIo, senderIo;
-  EndpointOptions options;
-  options.acceptIncoming = true;
   const Udp::endpoint loopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
+  Endpoint senderEndpoint(senderIo.Io(), loopback, options);
+  options.acceptIncoming = true;
   Endpoint receiverEndpoint(receiverIo.Io(), loopback, options);
-  Endpoint senderEndpoint(senderIo.Io(), loopback);
   auto received = std::make_shared<Receiver>(receiverEndpoint, out)->Start();
   const auto start = Clock::now();
   const std::uint64_t sent = SendFile(senderEndpoint, receiverEndpoint.LocalEndpoint(), in);
@@ -191,21 +193,42 @@ int Demo(std::size_t megabytes) {
   return 0;
 }
 
+// "bbr", "newreno" or "none" (the known-path profile) into `controller`; false if none of them.
+bool ParseController(const std::string& name, timerwheel::rudp::CongestionControl& controller) {
+  using timerwheel::rudp::CongestionControl;
+  if (name == "bbr") return controller = CongestionControl::Bbr, true;
+  if (name == "newreno") return controller = CongestionControl::NewReno, true;
+  if (name == "none") return controller = CongestionControl::None, true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "demo";
-  if (mode == "receive" && argc == 4) {
-    return Receive(static_cast<unsigned short>(std::stoi(argv[2])), argv[3]);
+  EndpointOptions options;
+  int first = 1;  // the mode's index, after the options
+  bool understood = true;
+  if (argc > 2 && std::string(argv[1]) == "--cc") {
+    understood = ParseController(argv[2], options.congestionControl);
+    first = 3;
   }
-  if (mode == "send" && argc == 5) {
-    return Send(argv[2], static_cast<unsigned short>(std::stoi(argv[3])), argv[4]);
+  const int args = argc - first;  // the mode and its arguments
+  const std::string mode = args > 0 ? argv[first] : "demo";
+  if (understood && mode == "receive" && args == 3) {
+    return Receive(static_cast<unsigned short>(std::stoi(argv[first + 1])), argv[first + 2],
+                   options);
   }
-  if (mode == "demo" && argc <= 3) return Demo(argc == 3 ? std::stoul(argv[2]) : 20);
+  if (understood && mode == "send" && args == 4) {
+    return Send(argv[first + 1], static_cast<unsigned short>(std::stoi(argv[first + 2])),
+                argv[first + 3], options);
+  }
+  if (understood && mode == "demo" && args <= 2) {
+    return Demo(args == 2 ? std::stoul(argv[first + 1]) : 20, options);
+  }
   std::fprintf(stderr,
-               "usage: %s receive <port> <output-file>\n"
-               "       %s send <host> <port> <input-file>\n"
-               "       %s demo [megabytes]\n",
+               "usage: %s [--cc bbr|newreno|none] receive <port> <output-file>\n"
+               "       %s [--cc bbr|newreno|none] send <host> <port> <input-file>\n"
+               "       %s [--cc bbr|newreno|none] demo [megabytes]\n",
                argv[0], argv[0], argv[0]);
   return 2;
 }

@@ -16,6 +16,8 @@ struct TransportCounters {
   std::uint64_t packetsSent = 0;  // datagrams (UDP transports); 0 for TCP
   std::uint64_t retransmissions = 0;  // datagrams that carried resent data, if the transport says
   std::int64_t spuriousRetransmissions = -1;  // -1: the transport cannot tell
+  // The congestion controller's state, one line (empty: the transport does not report it).
+  std::string congestionState;
 };
 
 // One transport under test. A benchmark run: StartServer, Connect, any number of Send, Stop.

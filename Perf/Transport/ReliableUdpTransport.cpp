@@ -176,6 +176,7 @@ class ReliableUdpTransport final : public DeliveryTrackingTransport {
     counters.packetsSent = statistics.packetsSent;
     counters.retransmissions = statistics.packetsRetransmitted;
     counters.spuriousRetransmissions = static_cast<std::int64_t>(statistics.spuriousRetransmits);
+    counters.congestionState = rudp::DescribeCongestion(statistics);
     return counters;
   }
 

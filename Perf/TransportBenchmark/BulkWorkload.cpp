@@ -42,7 +42,11 @@ BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::stri
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   const double cpu = ProcessCpuSeconds() - (relay ? relay->CpuSeconds() : 0) - cpuBefore;
   const TransportCounters counters = transport->ClientCounters();
-  if (relay) row.queueDrops = relay->ToServer().droppedQueue;
+  if (relay) {
+    row.queueDrops = relay->ToServer().droppedQueue;
+    row.datagramsToServer = relay->ToServer().in;
+  }
+  row.congestionState = counters.congestionState;
   transport->Stop();
   relay.reset();
   const double megabytes = static_cast<double>(delivered.load()) / 1e6;

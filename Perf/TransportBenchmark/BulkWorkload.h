@@ -18,7 +18,9 @@ struct BulkRow {
   double wirePerAppByte = 0;
   double cpuMsPerMB = 0;
   std::uint64_t retransmissions = 0;
-  std::uint64_t queueDrops = 0;  // at the relay's rate-limited queue
+  std::uint64_t queueDrops = 0;         // at the relay's rate-limited queue
+  std::uint64_t datagramsToServer = 0;  // arrived at the relay towards the server
+  std::string congestionState;          // the client's controller at the end (ReliableUDP only)
 };
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,

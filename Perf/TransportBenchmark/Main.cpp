@@ -4,12 +4,15 @@
 //
 // Usage: TransportBenchmark [--quick | --full] [--results DIR]
 //                           [--only latency|bulk|many|hostile]... [--idle N]... [--hostile]
+//                           [--cc bbr|newreno|none]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
 //   --only   run just these parts (default: all three)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram
+//   --cc     ReliableUDP's congestion controllers in the bulk table (repeatable; default all
+//            three: bbr, the default, newreno and none, the known-path profile)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)

@@ -16,6 +16,8 @@ const char* KindName(Kind kind) {
   switch (kind) {
     case Kind::ReliableUdp:
       return "ReliableUDP";
+    case Kind::ReliableUdpNewReno:
+      return "ReliableUDP NewReno";
     case Kind::ReliableUdpKnownPath:
       return "ReliableUDP known-path";
     case Kind::Enet:
@@ -30,6 +32,9 @@ std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind) {
   rudp::EndpointOptions options;
   switch (kind) {
     case Kind::ReliableUdp:
+      return MakeReliableUdpTransport(options, KindName(kind));
+    case Kind::ReliableUdpNewReno:
+      options.congestionControl = rudp::CongestionControl::NewReno;
       return MakeReliableUdpTransport(options, KindName(kind));
     case Kind::ReliableUdpKnownPath:
       options.congestionControl = rudp::CongestionControl::None;

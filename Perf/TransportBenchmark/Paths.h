@@ -43,7 +43,9 @@ class RelayThread {
   std::thread m_thread;
 };
 
-enum class Kind { ReliableUdp, ReliableUdpKnownPath, Enet, Tcp };
+// ReliableUdp: the default controller (Bbr); ReliableUdpNewReno and ReliableUdpKnownPath ask for
+// the others (EndpointOptions::congestionControl).
+enum class Kind { ReliableUdp, ReliableUdpNewReno, ReliableUdpKnownPath, Enet, Tcp };
 
 const char* KindName(Kind kind);
 std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind);

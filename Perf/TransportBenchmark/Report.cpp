@@ -1,5 +1,6 @@
 #include "TransportBenchmark/Report.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -124,18 +125,29 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
                 row.cpuMsPerMB, static_cast<unsigned long long>(row.retransmissions),
                 static_cast<unsigned long long>(row.queueDrops));
     std::fflush(stdout);
+    if (!row.congestionState.empty()) std::printf("    %s\n", row.congestionState.c_str());
     bulkCsv << row.transport << ',' << row.path << ',' << row.loss << ',' << seed << ','
             << row.goodputMBps << ',' << row.wirePerAppByte << ',' << row.cpuMsPerMB << ','
             << row.retransmissions << ',' << row.queueDrops << '\n';
   };
+  // ReliableUDP's controllers asked for (--cc), then ENet.
+  std::vector<Kind> kinds;
+  const auto wanted = [&](const char* controller) {
+    return settings.controllers.empty() ||
+           std::find(settings.controllers.begin(), settings.controllers.end(), controller) !=
+               settings.controllers.end();
+  };
+  if (wanted("bbr")) kinds.push_back(Kind::ReliableUdp);
+  if (wanted("newreno")) kinds.push_back(Kind::ReliableUdpNewReno);
+  if (wanted("none")) kinds.push_back(Kind::ReliableUdpKnownPath);
+  kinds.push_back(Kind::Enet);
   printBulk(RunBulk(Kind::Tcp, PathProfile(0), "loopback", 1, settings.bulkSeconds), 1);
-  std::vector<Series> series{{KindName(Kind::ReliableUdp), {}},
-                             {KindName(Kind::ReliableUdpKnownPath), {}},
-                             {KindName(Kind::Enet), {}}};
+  std::vector<Series> series;
+  for (Kind kind : kinds) series.push_back({KindName(kind), {}});
   for (double loss : losses) {
     for (int seed = 1; seed <= settings.seeds; ++seed) {
       std::size_t index = 0;
-      for (Kind kind : {Kind::ReliableUdp, Kind::ReliableUdpKnownPath, Kind::Enet}) {
+      for (Kind kind : kinds) {
         const BulkRow row = RunBulk(kind, PathProfile(loss), "10 ms",
                                     static_cast<std::uint64_t>(seed), settings.bulkSeconds);
         printBulk(row, static_cast<std::uint64_t>(seed));
@@ -146,11 +158,26 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
   WriteSeries(series, settings.results + "/transport-goodput.dat");
   Plot(settings.results, "transport-goodput", "Bulk goodput of 1200-byte messages, 10 ms each way",
        "goodput, MB/s", series.size());
-  relay::ImpairmentProfile capped = PathProfile(0);
-  capped.rateBitsPerSecond = 50e6;
-  capped.queueLimitBytes = 64 * 1024;
-  for (Kind kind : {Kind::ReliableUdp, Kind::Enet}) {
-    printBulk(RunBulk(kind, capped, "10 ms, 50 Mbit/s, 64 KB", 1, settings.bulkSeconds), 1);
+  // A real bottleneck: 50 Mbit/s (6.25 MB/s; BDP 125 KB at 20 ms) behind a 64 KB queue (half
+  // the BDP) and a deep one (1 MB, 8 BDPs). Queue drops as a share of what reached the relay.
+  for (const std::size_t queue : {std::size_t{64} << 10, std::size_t{1} << 20}) {
+    relay::ImpairmentProfile capped = PathProfile(0);
+    capped.rateBitsPerSecond = 50e6;
+    capped.queueLimitBytes = queue;
+    const std::string name =
+        queue < (1u << 20) ? "10 ms, 50 Mbit/s, 64 KB" : "10 ms, 50 Mbit/s, 1 MB";
+    for (int seed = 1; seed <= settings.seeds; ++seed) {
+      for (Kind kind : kinds) {
+        const BulkRow row =
+            RunBulk(kind, capped, name, static_cast<std::uint64_t>(seed), settings.bulkSeconds);
+        printBulk(row, static_cast<std::uint64_t>(seed));
+        std::printf("    share of cap %.0f%%, queue drops %.2f%% of datagrams\n",
+                    100.0 * row.goodputMBps / 6.25,
+                    row.datagramsToServer > 0 ? 100.0 * static_cast<double>(row.queueDrops) /
+                                                    static_cast<double>(row.datagramsToServer)
+                                              : 0.0);
+      }
+    }
   }
 }
 

@@ -30,12 +30,20 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.results = argv[++i];
     } else if (arg == "--hostile") {
       settings.only.push_back("hostile");
+    } else if (arg == "--cc" && i + 1 < argc) {
+      const std::string controller = argv[++i];
+      if (controller != "bbr" && controller != "newreno" && controller != "none") {
+        std::fprintf(stderr, "--cc takes bbr, newreno or none, not '%s'\n", controller.c_str());
+        return false;
+      }
+      settings.controllers.push_back(controller);
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--results DIR] "
-                   "[--only latency|bulk|many|hostile]... [--idle N]... [--hostile]\n",
+                   "[--only latency|bulk|many|hostile]... [--idle N]... [--hostile] "
+                   "[--cc bbr|newreno|none]...\n",
                    argv[0]);
       return false;
     }

@@ -18,6 +18,9 @@ struct Settings {
   std::vector<std::size_t> idleCounts{1000, 10000};
   std::size_t activeCount = 10000;
   std::vector<std::string> only;  // empty: every part
+  // ReliableUDP's congestion controllers in the bulk table (--cc bbr|newreno|none, repeatable);
+  // empty: all three.
+  std::vector<std::string> controllers;
   bool Runs(const std::string& part) const {
     return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
   }

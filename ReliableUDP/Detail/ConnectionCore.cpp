@@ -32,8 +32,9 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_slot(slot),
       m_sendBuffer(context.pool, context.options.sendBufferSize),
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
-                                 context.options.congestionControl == CongestionControl::NewReno,
-                                 context.options.pacing}),
+                                 context.options.congestionControl != CongestionControl::None,
+                                 context.options.pacing,
+                                 context.options.congestionControl == CongestionControl::Bbr}),
       m_packetNumbers(context.secrets.Next()),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
@@ -539,6 +540,7 @@ void ConnectionCore::Flush(Microseconds now) {
       }
     } else if (!probe) {
       mode = PacketMode::AckOnly;
+      m_loss.OnApplicationLimited();  // nothing to send: rate samples now measure the application
     }
     if (mode == PacketMode::AckOnly) {
       if (ackWanted && m_acks.HasAnythingToAck()) SendDataPacket(now, PacketMode::AckOnly);
@@ -863,6 +865,13 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];
     stats.timerFired[kind] = m_stats.timerFired[kind];
+  }
+  const CongestionStatistics& model = m_loss.CongestionControllerStatistics();
+  stats.bandwidthEstimate = model.bandwidthEstimate;
+  stats.modelMinRttMicroseconds = model.minRttEstimate;
+  stats.congestiveLossRounds = model.congestiveLossRounds;
+  for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
+    stats.phaseMicroseconds[phase] = model.phaseMicroseconds[phase];
   }
   return stats;
 }

@@ -14,12 +14,15 @@ class KnownPathController final : public ICongestionController {
   explicit KnownPathController(std::size_t maxDatagramSize)
       : m_shadow(NewRenoOptions{maxDatagramSize, /*hyStart*/ false, /*paced*/ false}) {}
 
-  void OnPacketSent(std::uint64_t bytesInFlight) noexcept override {
-    m_shadow.OnPacketSent(bytesInFlight);
+  void OnPacketSent(SentPacket& packet, std::uint64_t bytesInFlight) noexcept override {
+    m_shadow.OnPacketSent(packet, bytesInFlight);
   }
-  void OnPacketAcked(const SentPacket& packet) noexcept override { m_shadow.OnPacketAcked(packet); }
-  bool OnPacketsLost(Microseconds largestLostSentTime, Microseconds now) noexcept override {
-    return m_shadow.OnPacketsLost(largestLostSentTime, now);
+  void OnPacketAcked(const SentPacket& packet, Microseconds now) noexcept override {
+    m_shadow.OnPacketAcked(packet, now);
+  }
+  bool OnPacketsLost(Microseconds largestLostSentTime, std::uint64_t lostBytes,
+                     Microseconds now) noexcept override {
+    return m_shadow.OnPacketsLost(largestLostSentTime, lostBytes, now);
   }
   void OnPersistentCongestion() noexcept override { m_shadow.OnPersistentCongestion(); }
   void OnAckProcessed(const AckEvent& ack) noexcept override { m_shadow.OnAckProcessed(ack); }

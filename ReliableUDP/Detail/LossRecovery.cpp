@@ -6,6 +6,7 @@
 #include <cassert>
 #include <limits>
 
+#include "ReliableUDP/Detail/Bbr.h"
 #include "ReliableUDP/Detail/KnownPathController.h"
 #include "ReliableUDP/Detail/NewReno.h"
 
@@ -20,6 +21,7 @@ std::unique_ptr<ICongestionController> MakeController(const LossRecoveryOptions&
   if (!options.congestionControl) {
     return std::make_unique<KnownPathController>(options.maxDatagramSize);
   }
+  if (options.modelBased) return std::make_unique<Bbr>(options.maxDatagramSize);
   return std::make_unique<NewReno>(
       NewRenoOptions{options.maxDatagramSize, /*hyStart*/ true, /*paced*/ options.pacing});
 }
@@ -54,9 +56,13 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   m_log.Push(packet);
   m_nextPacketNumber = packet.packetNumber + 1;
   m_bytesInFlight += packet.size;
-  m_congestion->OnPacketSent(m_bytesInFlight);
+  m_congestion->OnPacketSent(m_log.At(m_log.Count() - 1).packet, m_bytesInFlight);
   ++m_ackElicitingInFlight;
   m_lastAckElicitingSent = packet.timeSent;
+}
+
+void LossRecovery::OnApplicationLimited() noexcept {
+  m_congestion->OnApplicationLimited(m_bytesInFlight);
 }
 
 bool LossRecovery::CanSend(std::size_t bytes) const noexcept {
@@ -105,7 +111,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
       } else {
         m_bytesInFlight -= packet.size;
         --m_ackElicitingInFlight;
-        m_congestion->OnPacketAcked(packet);
+        m_congestion->OnPacketAcked(packet, now);
       }
       // RFC 9002 5.1: sample only when the largest acknowledged is newly acknowledged and
       // ack-eliciting (every recorded packet is).
@@ -133,6 +139,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   event.bytesInFlight = m_bytesInFlight;
   event.hasRttSample = haveRttSample;
   event.latestRtt = m_rtt.Latest();
+  event.ackDelay = ack.ackDelayMicroseconds;
   m_congestion->OnAckProcessed(event);
 
   Settle(now);
@@ -148,6 +155,7 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
 
   bool anyLost = false;
   Microseconds largestLostSentTime = 0;
+  std::uint64_t lostBytes = 0;
   // The span of newly lost ack-eliciting packets sent after the first RTT sample (RFC 9002 7.6.2).
   bool anyCongestionCandidate = false;
   std::size_t firstCandidate = 0;
@@ -175,6 +183,7 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
     m_bytesInFlight -= packet.size;
     --m_ackElicitingInFlight;
     anyLost = true;
+    lostBytes += packet.size;
     largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
     if (m_rtt.HasSample() && packet.timeSent > m_rtt.FirstSampleTime()) {
       if (!anyCongestionCandidate) firstCandidate = i;
@@ -185,7 +194,7 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
   }
 
   if (!anyLost) return false;
-  bool reduced = m_congestion->OnPacketsLost(largestLostSentTime, now);
+  bool reduced = m_congestion->OnPacketsLost(largestLostSentTime, lostBytes, now);
   if (anyCongestionCandidate && InPersistentCongestion(firstCandidate, lastCandidate)) {
     m_congestion->OnPersistentCongestion();
     reduced = true;
@@ -271,15 +280,23 @@ void LossRecovery::DiscardAll() noexcept {
 // ---- Pacing (RFC 9002 7.7) ----
 
 bool LossRecovery::Paced() const noexcept {
-  return m_options.pacing && m_congestion->LimitsSending();
+  // A model-based controller is rate-based: it always paces.
+  return (m_options.pacing || m_options.modelBased) && m_congestion->LimitsSending();
 }
 
 void LossRecovery::RefillPacer(Microseconds now) noexcept {
-  m_pacer.Refill(now, m_congestion->Window(), m_rtt.PacingRtt());
+  const double rate = m_congestion->PacingRate();
+  if (rate > 0) {
+    m_pacer.RefillAtRate(now, rate);
+  } else {
+    m_pacer.Refill(now, m_congestion->Window(), m_rtt.PacingRtt());
+  }
 }
 
 Microseconds LossRecovery::NextSendTime(Microseconds now) const noexcept {
   if (!Paced()) return now;
+  const double rate = m_congestion->PacingRate();
+  if (rate > 0) return m_pacer.NextSendTimeAtRate(now, rate);
   return m_pacer.NextSendTime(now, m_congestion->Window(), m_rtt.PacingRtt());
 }
 

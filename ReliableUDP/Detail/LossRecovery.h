@@ -30,6 +30,7 @@ struct LossRecoveryOptions {
   std::size_t maxDatagramSize = 1200;
   bool congestionControl = true;  // false: the "known path" profile (KnownPathController)
   bool pacing = true;             // with congestion control: pace (Pacer)
+  bool modelBased = false;        // with congestion control: Bbr instead of NewReno
 };
 
 // A snapshot, assembled from the parts when asked for.
@@ -56,8 +57,9 @@ struct LossRecoveryStatistics {
 //  - Persistent congestion: lost ack-eliciting packets sent after the first RTT sample spanning
 //    more than 3 PTOs (without backoff) with nothing acknowledged between them.
 // and hands the rest to its parts: the records to SentPacketLog, RTT to RttEstimator, the window
-// to an ICongestionController (NewReno, or KnownPathController when congestionControl is off),
-// pacing to Pacer (only when the controller limits sending and pacing is on).
+// to an ICongestionController (NewReno or Bbr, or KnownPathController when congestionControl is
+// off), pacing to Pacer (only when the controller limits sending and pacing is on; at the
+// controller's pacing rate when it has one).
 // Not thread-safe (the engine's caller serialises it); IPacketFate callbacks must not call back
 // into this object. Steady state allocates nothing (the controller is allocated once, here).
 class LossRecovery {
@@ -93,6 +95,10 @@ class LossRecovery {
   // congestion window and pacing.
   unsigned OnLossDetectionTimeout(Microseconds now, IPacketFate& fate);
 
+  // The sender has nothing to send (or is blocked by the peer's flow control): rate samples taken
+  // from now until what is in flight is delivered measure the application, not the path.
+  void OnApplicationLimited() noexcept;
+
   // Congestion window permits another in-flight packet of `bytes`.
   bool CanSend(std::size_t bytes) const noexcept;
   // The earliest time the pacer lets the next full-size packet go (<= now: send now).
@@ -106,6 +112,10 @@ class LossRecovery {
   // PTO without backoff (used for idle-timeout floors and closing periods).
   Microseconds ProbeTimeout() const noexcept { return m_rtt.ProbeTimeout(); }
   LossRecoveryStatistics Statistics() const noexcept;
+  // The controller's own figures (the model-based controller's estimates and phases).
+  const CongestionStatistics& CongestionControllerStatistics() const noexcept {
+    return m_congestion->Statistics();
+  }
   // Sent packets still remembered (outstanding, or acked/lost but not yet forgotten): diagnostics.
   std::size_t RecordCount() const noexcept { return m_log.Count(); }
   // Sent-packet records looked at so far by ACK processing and loss detection: the cost of ACKs.

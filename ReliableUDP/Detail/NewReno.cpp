@@ -40,17 +40,18 @@ std::uint64_t NewReno::MinimumWindow() const noexcept {
   return 2 * std::uint64_t{m_options.maxDatagramSize};
 }
 
-void NewReno::OnPacketSent(std::uint64_t bytesInFlight) noexcept {
+void NewReno::OnPacketSent(SentPacket& /*packet*/, std::uint64_t bytesInFlight) noexcept {
   m_inFlightHigh = std::max(m_inFlightHigh, bytesInFlight);
 }
 
-void NewReno::OnPacketAcked(const SentPacket& packet) noexcept {
+void NewReno::OnPacketAcked(const SentPacket& packet, Microseconds /*now*/) noexcept {
   // RFC 9002 7.3.2: no growth for packets sent before the current recovery period. Decided
   // before this ACK's losses can start a new one (A.7 detects losses before growing).
   if (!m_inRecovery || packet.timeSent > m_recoveryStart) m_growthBytes += packet.size;
 }
 
-bool NewReno::OnPacketsLost(Microseconds largestLostSentTime, Microseconds now) noexcept {
+bool NewReno::OnPacketsLost(Microseconds largestLostSentTime, std::uint64_t /*lostBytes*/,
+                            Microseconds now) noexcept {
   // RFC 9002 B.8: one reduction per batch, keyed on the most recently sent lost packet.
   if (m_inRecovery && largestLostSentTime <= m_recoveryStart) return false;  // same round trip
   m_inRecovery = true;

@@ -33,9 +33,10 @@ class NewReno final : public ICongestionController {
  public:
   explicit NewReno(const NewRenoOptions& options);
 
-  void OnPacketSent(std::uint64_t bytesInFlight) noexcept override;
-  void OnPacketAcked(const SentPacket& packet) noexcept override;
-  bool OnPacketsLost(Microseconds largestLostSentTime, Microseconds now) noexcept override;
+  void OnPacketSent(SentPacket& packet, std::uint64_t bytesInFlight) noexcept override;
+  void OnPacketAcked(const SentPacket& packet, Microseconds now) noexcept override;
+  bool OnPacketsLost(Microseconds largestLostSentTime, std::uint64_t lostBytes,
+                     Microseconds now) noexcept override;
   void OnPersistentCongestion() noexcept override;
   void OnAckProcessed(const AckEvent& ack) noexcept override;
   void OnInFlightDiscarded() noexcept override;

@@ -16,44 +16,66 @@ constexpr double kBurstMicroseconds = 4000.0;
 constexpr std::size_t kBurstPackets = 10;
 // Floating-point slack when comparing tokens with a packet's size.
 constexpr double kEpsilon = 1e-6;
+// A rate of 0 (no estimate yet) would never earn a token: pace at no less than 1 byte per second.
+constexpr double kMinBytesPerSecond = 1.0;
 
 }  // namespace
 
 Pacer::Pacer(std::size_t maxDatagramSize, std::uint64_t window, Microseconds rtt) noexcept
     : m_maxDatagramSize(maxDatagramSize) {
-  m_tokens = Capacity(window, rtt);
+  m_tokens = Capacity(FromWindow(window, rtt));
 }
 
-double Pacer::Capacity(std::uint64_t window, Microseconds rtt) const noexcept {
-  const double burst =
-      kPacingGain * static_cast<double>(window) * kBurstMicroseconds / static_cast<double>(rtt);
+Pacer::Rate Pacer::FromWindow(std::uint64_t window, Microseconds rtt) noexcept {
+  return Rate{kPacingGain * static_cast<double>(window), static_cast<double>(rtt)};
+}
+
+Pacer::Rate Pacer::FromBytesPerSecond(double bytesPerSecond) noexcept {
+  return Rate{std::max(bytesPerSecond, kMinBytesPerSecond), 1e6};
+}
+
+double Pacer::Capacity(Rate rate) const noexcept {
+  const double burst = rate.bytes * kBurstMicroseconds / rate.per;
   return std::max(static_cast<double>(kBurstPackets * m_maxDatagramSize), burst);
 }
 
-double Pacer::TokensAt(Microseconds now, std::uint64_t window, Microseconds rtt) const noexcept {
-  const double capacity = Capacity(window, rtt);
+double Pacer::TokensAt(Microseconds now, Rate rate) const noexcept {
+  const double capacity = Capacity(rate);
   if (now <= m_updated) return std::min(m_tokens, capacity);
-  // Multiply before dividing so that whole-byte results come out exact.
-  const double earned = kPacingGain * static_cast<double>(window) *
-                        static_cast<double>(now - m_updated) / static_cast<double>(rtt);
+  const double earned = rate.bytes * static_cast<double>(now - m_updated) / rate.per;
   return std::min(m_tokens + earned, capacity);
 }
 
-void Pacer::Refill(Microseconds now, std::uint64_t window, Microseconds rtt) noexcept {
-  m_tokens = TokensAt(now, window, rtt);
+void Pacer::RefillAt(Microseconds now, Rate rate) noexcept {
+  m_tokens = TokensAt(now, rate);
   m_updated = std::max(m_updated, now);
+}
+
+void Pacer::Refill(Microseconds now, std::uint64_t window, Microseconds rtt) noexcept {
+  RefillAt(now, FromWindow(window, rtt));
+}
+
+void Pacer::RefillAtRate(Microseconds now, double bytesPerSecond) noexcept {
+  RefillAt(now, FromBytesPerSecond(bytesPerSecond));
 }
 
 void Pacer::OnPacketSent(std::uint32_t bytes) noexcept { m_tokens -= static_cast<double>(bytes); }
 
-Microseconds Pacer::NextSendTime(Microseconds now, std::uint64_t window,
-                                 Microseconds rtt) const noexcept {
-  const double tokens = TokensAt(now, window, rtt);
+Microseconds Pacer::NextSendTimeAt(Microseconds now, Rate rate) const noexcept {
+  const double tokens = TokensAt(now, rate);
   const double needed = static_cast<double>(m_maxDatagramSize);
   if (tokens + kEpsilon >= needed) return now;
-  const double wait =
-      (needed - tokens) * static_cast<double>(rtt) / (kPacingGain * static_cast<double>(window));
+  const double wait = (needed - tokens) * rate.per / rate.bytes;
   return now + std::max<Microseconds>(1, static_cast<Microseconds>(std::ceil(wait - kEpsilon)));
+}
+
+Microseconds Pacer::NextSendTime(Microseconds now, std::uint64_t window,
+                                 Microseconds rtt) const noexcept {
+  return NextSendTimeAt(now, FromWindow(window, rtt));
+}
+
+Microseconds Pacer::NextSendTimeAtRate(Microseconds now, double bytesPerSecond) const noexcept {
+  return NextSendTimeAt(now, FromBytesPerSecond(bytesPerSecond));
 }
 
 }  // namespace timerwheel::rudp::detail

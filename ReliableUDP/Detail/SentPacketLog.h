@@ -19,6 +19,12 @@ struct SentPacket {
   std::uint32_t streamSize = 0;  // 0: no STREAM frame
   bool hasMaxData = false;
   bool hasClose = false;
+  // The connection's delivery state when it was sent, stamped by the congestion controller for
+  // delivery-rate sampling (DeliveryRateSampler); unused by controllers that do not sample.
+  std::uint64_t delivered = 0;     // bytes delivered (acknowledged) before it was sent
+  Microseconds deliveredTime = 0;  // when `delivered` last grew
+  Microseconds firstSentTime = 0;  // send time of the packet whose ACK set `deliveredTime`
+  bool appLimited = false;         // sent while the application, not the network, limited sending
 };
 
 // A ring of records, oldest first, packet numbers ascending with the index. Each record is

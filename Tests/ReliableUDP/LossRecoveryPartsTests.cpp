@@ -26,6 +26,13 @@ SentPacket Sent(PacketNumber pn, Microseconds timeSent, std::uint32_t size = kMd
   return packet;
 }
 
+// A controller's OnPacketSent with `bytesInFlight` in flight after it (the packet is not looked
+// at).
+void SendInFlight(ICongestionController& controller, std::uint64_t bytesInFlight) {
+  SentPacket packet;
+  controller.OnPacketSent(packet, bytesInFlight);
+}
+
 AckEvent AckedAll(Microseconds now, std::uint64_t bytesInFlight = 0) {
   AckEvent event;
   event.now = now;
@@ -158,14 +165,14 @@ TEST_CASE("NewReno starts at the RFC 9002 initial window and grows in slow start
   CHECK(reno.LimitsSending());
 
   SECTION("a fully used window doubles in a round trip") {
-    reno.OnPacketSent(10 * kMds);
-    for (PacketNumber pn = 0; pn < 10; ++pn) reno.OnPacketAcked(Sent(pn, 0));
+    SendInFlight(reno, 10 * kMds);
+    for (PacketNumber pn = 0; pn < 10; ++pn) reno.OnPacketAcked(Sent(pn, 0), 0);
     reno.OnAckProcessed(AckedAll(1000));
     CHECK(reno.Window() == 20 * kMds);
   }
   SECTION("a window the sender leaves unused does not grow") {
-    reno.OnPacketSent(kMds);
-    reno.OnPacketAcked(Sent(0, 0));
+    SendInFlight(reno, kMds);
+    reno.OnPacketAcked(Sent(0, 0), 0);
     reno.OnAckProcessed(AckedAll(1000));
     CHECK(reno.Window() == 10 * kMds);
   }
@@ -174,24 +181,24 @@ TEST_CASE("NewReno starts at the RFC 9002 initial window and grows in slow start
 TEST_CASE("NewReno halves once per recovery period and does not grow from packets sent before it",
           "[rudp][loss][newreno]") {
   NewReno reno(NewRenoOptions{kMds, false, true});
-  CHECK(reno.OnPacketsLost(/*largestLostSentTime*/ 100, /*now*/ 200));
+  CHECK(reno.OnPacketsLost(/*largestLostSentTime*/ 100, kMds, /*now*/ 200));
   CHECK(reno.Window() == 5 * kMds);
-  CHECK_FALSE(reno.OnPacketsLost(150, 250));  // sent before the recovery period began
+  CHECK_FALSE(reno.OnPacketsLost(150, kMds, 250));  // sent before the recovery period began
   CHECK(reno.Window() == 5 * kMds);
   CHECK(reno.Statistics().congestionEvents == 1);
 
   // Congestion avoidance now (window == ssthresh); an ACK of a packet sent before the recovery
   // period adds nothing, one of a packet sent after it adds mds per window acknowledged.
-  reno.OnPacketSent(5 * kMds);
-  reno.OnPacketAcked(Sent(0, 150, 5 * kMds));
+  SendInFlight(reno, 5 * kMds);
+  reno.OnPacketAcked(Sent(0, 150, 5 * kMds), 0);
   reno.OnAckProcessed(AckedAll(300));
   CHECK(reno.Window() == 5 * kMds);
-  reno.OnPacketSent(5 * kMds);
-  reno.OnPacketAcked(Sent(1, 250, 5 * kMds));
+  SendInFlight(reno, 5 * kMds);
+  reno.OnPacketAcked(Sent(1, 250, 5 * kMds), 0);
   reno.OnAckProcessed(AckedAll(400));
   CHECK(reno.Window() == 6 * kMds);
 
-  CHECK(reno.OnPacketsLost(300, 500));  // sent after the first period began: a new one
+  CHECK(reno.OnPacketsLost(300, kMds, 500));  // sent after the first period began: a new one
   CHECK(reno.Window() == 3 * kMds);
   reno.OnPersistentCongestion();
   CHECK(reno.Window() == 2 * kMds);  // the minimum window
@@ -202,9 +209,9 @@ TEST_CASE("NewReno halves once per recovery period and does not grow from packet
 TEST_CASE("NewReno grows nothing from an ACK whose losses reduced the window",
           "[rudp][loss][newreno]") {
   NewReno reno(NewRenoOptions{kMds, false, true});
-  reno.OnPacketSent(10 * kMds);
-  reno.OnPacketAcked(Sent(0, 1000));
-  REQUIRE(reno.OnPacketsLost(1000, 2000));
+  SendInFlight(reno, 10 * kMds);
+  reno.OnPacketAcked(Sent(0, 1000), 0);
+  REQUIRE(reno.OnPacketsLost(1000, kMds, 2000));
   AckEvent ack = AckedAll(2000);
   ack.windowReduced = true;
   reno.OnAckProcessed(ack);
@@ -216,7 +223,7 @@ TEST_CASE("The known-path controller never limits sending but keeps NewReno's wi
   KnownPathController known(kMds);
   CHECK_FALSE(known.LimitsSending());
   CHECK(known.Window() == 10 * kMds);
-  CHECK(known.OnPacketsLost(100, 200));
+  CHECK(known.OnPacketsLost(100, kMds, 200));
   CHECK(known.Window() == 5 * kMds);
   CHECK(known.Statistics().congestionEvents == 1);
 }

@@ -1,6 +1,7 @@
 // A deterministic network and clock for ReliableUDP's sans-I/O endpoint: lossy links, virtual time.
 #pragma once
 
+#include <algorithm>
 #include <boost/asio/ip/udp.hpp>
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,14 @@ struct LinkProfile {
   Microseconds delay = 10'000;  // one-way
   Microseconds jitter = 0;      // uniform extra delay in [0, jitter]
   bool down = false;            // drops everything
+  // A bottleneck (0: none): datagrams leave one after another at `rate` bytes per second through
+  // a drop-tail queue holding `queueBytes` (0: unbounded), after the random loss above.
+  double rate = 0;
+  std::size_t queueBytes = 0;
+  // A policer (0: none): a token bucket of `policerBurst` bytes filling at `policerRate` bytes per
+  // second; a datagram finding too few tokens is dropped.
+  double policerRate = 0;
+  std::size_t policerBurst = 0;
 };
 
 class SimulatedNetwork;
@@ -143,6 +152,8 @@ class SimulatedNetwork {
   std::uint64_t Duplicated() const noexcept { return m_duplicated; }
   std::uint64_t Corrupted() const noexcept { return m_corrupted; }
   std::uint64_t Reordered() const noexcept { return m_reordered; }
+  std::uint64_t QueueDrops() const noexcept { return m_queueDrops; }  // bottleneck queue full
+  std::uint64_t Policed() const noexcept { return m_policed; }
 
   // Sees every datagram sent, before the link decides its fate (tests capture replies with it).
   std::function<void(const Udp::endpoint& from, const Udp::endpoint& to,
@@ -159,10 +170,29 @@ class SimulatedNetwork {
       ++m_dropped;
       return;
     }
+    LinkState& state = m_linkStates[{from, to}];
+    if (link.policerRate > 0 && !Police(link, state, size)) {
+      ++m_dropped;
+      ++m_policed;
+      return;
+    }
+    Microseconds departure = m_now;
+    if (link.rate > 0) {
+      const Microseconds start = std::max(m_now, state.busyUntil);
+      const double queued = static_cast<double>(start - m_now) * link.rate / 1e6;
+      if (link.queueBytes > 0 && queued + static_cast<double>(size) > link.queueBytes) {
+        ++m_dropped;
+        ++m_queueDrops;
+        return;
+      }
+      state.busyUntil =
+          start + static_cast<Microseconds>(static_cast<double>(size) * 1e6 / link.rate + 0.5);
+      departure = state.busyUntil;
+    }
     const int copies = Chance(link.duplicate) ? 2 : 1;
     if (copies == 2) ++m_duplicated;
     for (int copy = 0; copy < copies; ++copy) {
-      InFlight datagram{m_now + link.delay, m_sequence++, from, to,
+      InFlight datagram{departure + link.delay, m_sequence++, from, to,
                         std::vector<std::uint8_t>(data, data + size)};
       if (link.jitter > 0) {
         datagram.arrival += std::uniform_int_distribution<Microseconds>(0, link.jitter)(m_random);
@@ -208,6 +238,27 @@ class SimulatedNetwork {
     }
   };
 
+  // What a link's bottleneck and policer remember between datagrams.
+  struct LinkState {
+    Microseconds busyUntil = 0;  // when the bottleneck has sent everything queued
+    double tokens = -1;          // the policer's bucket, bytes (-1: not started, full)
+    Microseconds refilled = 0;
+  };
+
+  bool Police(const LinkProfile& link, LinkState& state, std::size_t size) {
+    const double burst = static_cast<double>(link.policerBurst);
+    if (state.tokens < 0) {
+      state.tokens = burst;
+    } else {
+      state.tokens = std::min(burst, state.tokens + static_cast<double>(m_now - state.refilled) *
+                                                        link.policerRate / 1e6);
+    }
+    state.refilled = m_now;
+    if (state.tokens < static_cast<double>(size)) return false;
+    state.tokens -= static_cast<double>(size);
+    return true;
+  }
+
   bool Chance(double probability) {
     return probability > 0 && std::uniform_real_distribution<double>(0, 1)(m_random) < probability;
   }
@@ -238,11 +289,13 @@ class SimulatedNetwork {
   std::mt19937_64 m_random;
   LinkProfile m_defaultLink;
   std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkProfile> m_links;
+  std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkState> m_linkStates;
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> m_inFlight;
   std::uint64_t m_sequence = 0;
   std::vector<std::pair<rudp::detail::Completion, rudp::detail::EngineError>> m_posted;
   std::vector<std::unique_ptr<SimulatedHost>> m_hosts;
   std::uint64_t m_sent = 0, m_dropped = 0, m_duplicated = 0, m_corrupted = 0, m_reordered = 0;
+  std::uint64_t m_queueDrops = 0, m_policed = 0;
 };
 
 // --- SimulatedHost -------------------------------------------------------------------------------

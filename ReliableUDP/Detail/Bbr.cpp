@@ -1,0 +1,460 @@
+// Bbr: the model, its phases and its bounds (see Bbr.h and docs/reliable-udp.md).
+#include "ReliableUDP/Detail/Bbr.h"
+
+#include <algorithm>
+
+#include "ReliableUDP/Detail/NewReno.h"
+
+namespace timerwheel::rudp::detail {
+namespace {
+
+// Gains (draft-ietf-ccwg-bbr 4.6, the BBRv3 values).
+constexpr double kStartupPacingGain = 2.77;  // 4 ln 2: doubles the delivery rate each round trip
+constexpr double kDrainPacingGain = 0.35;    // about 1 / 2.77: drains Startup's queue in a round
+constexpr double kDownPacingGain = 0.9;
+constexpr double kUpPacingGain = 1.25;
+constexpr double kWindowGain = 2.0;     // room for ACK aggregation and delayed ACKs
+constexpr double kUpWindowGain = 2.25;  // lets Up put its extra quarter BDP in flight
+constexpr double kPacingMargin = 0.01;  // pace 1 % under the estimate, so no queue builds at it
+// Loss (draft 4.7.3): a round whose loss is above 2 % of what it delivered is too lossy; the
+// short-term bounds shrink to 0.7 of themselves (or to the latest delivery, if that is more);
+// between probes the window keeps 15 % below inflight_hi, room for other flows.
+constexpr double kLossThreshold = 0.02;
+constexpr double kBeta = 0.7;
+constexpr double kHeadroom = 0.85;
+// The rise of a round's mean RTT that marks its loss as congestive: max(min RTT / 8, 2 ms) (a
+// quarter-BDP probe queues min RTT / 4 at its end). The floor keeps jitter and delayed ACKs on a
+// short path from looking like a queue.
+constexpr Microseconds kQueueRttDivisor = 8;
+constexpr Microseconds kQueueRttFloor = 2'000;
+constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
+// Startup ends when the bandwidth grew less than 25 % in 3 round trips (draft 4.3.1.2).
+constexpr double kFullBandwidthGrowth = 1.25;
+constexpr unsigned kFullBandwidthRounds = 3;
+// Min RTT (draft 4.3.4, 4.7.4): kept 10 s; ProbeRTT when none lower was seen in 5 s, for 200 ms.
+constexpr Microseconds kMinRttWindow = 10'000'000;
+constexpr Microseconds kProbeRttInterval = 5'000'000;
+constexpr Microseconds kProbeRttDuration = 200'000;
+// ProbeBW's cycle (draft 4.3.3.5): Up every 2-3 s, or sooner, after min(BDP in packets, 63)
+// round trips, so that a Reno flow sharing the bottleneck gets to grow its window back.
+constexpr Microseconds kProbeWaitBase = 2'000'000;
+constexpr Microseconds kProbeWaitRandom = 1'000'000;
+constexpr std::uint64_t kMaxRenoRounds = 63;
+constexpr std::uint64_t kMinWindowPackets = 4;
+constexpr std::uint64_t kQuantizationPackets = 3;  // send-quantum allowance in the window
+constexpr std::uint64_t kMaxInflightHiGrowthPackets = 1 << 16;
+
+bool IsProbingBandwidth(CongestionPhase phase) {
+  return phase == CongestionPhase::ProbeBwRefill || phase == CongestionPhase::ProbeBwUp;
+}
+
+bool IsProbeBw(CongestionPhase phase) {
+  return phase == CongestionPhase::ProbeBwDown || phase == CongestionPhase::ProbeBwCruise ||
+         phase == CongestionPhase::ProbeBwRefill || phase == CongestionPhase::ProbeBwUp;
+}
+
+}  // namespace
+
+Bbr::Bbr(std::size_t maxDatagramSize)
+    : m_maxDatagramSize(maxDatagramSize), m_cwnd(NewReno::InitialWindow(maxDatagramSize)) {
+  // Draft 4.6.2: before any RTT sample, the initial window over 1 ms, at the Startup gain.
+  m_pacingRate = kStartupPacingGain * static_cast<double>(m_cwnd) * 1e6 / 1000.0;
+}
+
+// ---- Events ----
+
+void Bbr::OnPacketSent(SentPacket& packet, std::uint64_t bytesInFlight) noexcept {
+  if (m_accountedUntil == 0) {
+    m_accountedUntil = packet.timeSent;
+    m_phaseStart = packet.timeSent;
+    m_cycleStart = packet.timeSent;
+  }
+  m_sampler.OnPacketSent(packet, bytesInFlight, packet.timeSent);
+  m_bytesInFlight = bytesInFlight;
+  m_roundMaxInflight = std::max(m_roundMaxInflight, bytesInFlight);
+}
+
+void Bbr::OnPacketAcked(const SentPacket& packet, Microseconds now) noexcept {
+  m_sampler.OnPacketAcked(packet, now);
+  m_ackedBytes += packet.size;
+  m_roundDelivered += packet.size;
+  // A packet sent after the round began has been delivered: the round trip is over.
+  if (packet.delivered >= m_nextRoundDelivered) m_roundEnds = true;
+}
+
+bool Bbr::OnPacketsLost(Microseconds /*largestLostSentTime*/, std::uint64_t lostBytes,
+                        Microseconds /*now*/) noexcept {
+  // Judged per round trip in OnAckProcessed: one loss is not yet a signal.
+  m_roundLost += lostBytes;
+  ++m_roundLossEvents;
+  return false;
+}
+
+void Bbr::OnPersistentCongestion() noexcept {
+  // RFC 9002 7.6.2: nothing got through for 3 PTOs; start again from the minimum window (it grows
+  // back by what is acknowledged, up to the model's BDP).
+  m_cwnd = MinimumWindow();
+  ++m_stats.persistentCongestion;
+}
+
+void Bbr::OnInFlightDiscarded() noexcept {
+  m_sampler.OnInFlightDiscarded();
+  m_bytesInFlight = 0;
+  m_ackedBytes = 0;
+}
+
+void Bbr::OnApplicationLimited(std::uint64_t bytesInFlight) noexcept {
+  // Only if the window is not what limits sending (it would be, if in flight filled it).
+  if (bytesInFlight < m_cwnd) m_sampler.OnApplicationLimited(bytesInFlight);
+}
+
+void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
+  const Microseconds now = ack.now;
+  if (m_accountedUntil != 0 && now > m_accountedUntil) {
+    m_stats.phaseMicroseconds[static_cast<unsigned>(m_phase)] += now - m_accountedUntil;
+    m_accountedUntil = now;
+  }
+  m_bytesInFlight = ack.bytesInFlight;
+  if (ack.hasRttSample) {
+    UpdateMinRtt(ack.latestRtt, now);
+    // The queue signal leaves out the time the peer held the ACK: at a low rate a delayed ACK
+    // would otherwise look like a queue, and loss then like congestion.
+    const Microseconds queued =
+        ack.latestRtt >= m_minRtt + ack.ackDelay ? ack.latestRtt - ack.ackDelay : m_minRtt;
+    m_roundRttSum += queued;
+    ++m_roundRttSamples;
+  }
+  UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
+  // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
+  // bounds adapt once the round is complete, judged on the whole round (its delivery and its
+  // mean RTT are then known; a few samples early in a round are one hiccup's worth).
+  const bool probing = m_phase == CongestionPhase::Startup || IsProbingBandwidth(m_phase);
+  if (probing && !m_roundCongested && RoundIsCongested()) {
+    m_roundCongested = true;
+    OnCongestion(now);
+  }
+  if (m_roundEnds) {
+    if (!probing && RoundIsCongested()) {
+      m_roundCongested = true;
+      OnCongestion(now);
+    }
+    OnRoundEnd(now);
+  }
+
+  if (m_phase == CongestionPhase::Startup && m_filledPipe) EnterPhase(CongestionPhase::Drain, now);
+  if (m_phase == CongestionPhase::Drain && m_bytesInFlight <= Bdp(Bandwidth(), 1.0)) {
+    StartProbeBwDown(now);
+  }
+  if (IsProbeBw(m_phase)) AdvanceProbeBw(now);
+  CheckProbeRtt(now);
+
+  UpdatePacingRate();
+  UpdateWindow(m_ackedBytes);
+  m_ackedBytes = 0;
+  m_stats.bandwidthEstimate = static_cast<std::uint64_t>(Bandwidth());
+  m_stats.minRttEstimate = m_minRtt;
+}
+
+// ---- The model ----
+
+double Bbr::MaxBandwidth() const noexcept { return std::max(m_maxBw[0], m_maxBw[1]); }
+
+double Bbr::Bandwidth() const noexcept {
+  const double maxBw = MaxBandwidth();
+  return m_bwLo > 0 ? std::min(maxBw, m_bwLo) : maxBw;
+}
+
+std::uint64_t Bbr::Bdp(double bandwidth, double gain) const noexcept {
+  if (m_minRtt == 0 || bandwidth <= 0) return NewReno::InitialWindow(m_maxDatagramSize);
+  return static_cast<std::uint64_t>(gain * bandwidth * static_cast<double>(m_minRtt) / 1e6);
+}
+
+std::uint64_t Bbr::MinimumWindow() const noexcept {
+  return kMinWindowPackets * std::uint64_t{m_maxDatagramSize};
+}
+
+void Bbr::UpdateMinRtt(Microseconds rtt, Microseconds now) noexcept {
+  // Draft 4.7.4: the 5 s minimum restarts from any sample once it is stale, which is also what
+  // sends the connection to ProbeRTT (CheckProbeRtt), so the expiry is noted before the update.
+  rtt = std::max<Microseconds>(rtt, 1);
+  m_probeRttExpired = m_probeRttMinStamp != 0 && now > m_probeRttMinStamp + kProbeRttInterval;
+  if (m_probeRttMin == 0 || rtt < m_probeRttMin || m_probeRttExpired) {
+    m_probeRttMin = rtt;
+    m_probeRttMinStamp = now;
+  }
+  const bool minRttExpired = now > m_minRttStamp + kMinRttWindow;
+  if (m_minRtt == 0 || m_probeRttMin < m_minRtt || minRttExpired) {
+    m_minRtt = m_probeRttMin;
+    m_minRttStamp = m_probeRttMinStamp;
+  }
+}
+
+void Bbr::UpdateBandwidth(const RateSample& sample) noexcept {
+  const double rate = sample.Rate();
+  if (rate <= 0) return;
+  m_lastSampleAppLimited = sample.appLimited;
+  if (m_resetLatest) {
+    m_resetLatest = false;
+    m_bwLatest = rate;
+    m_inflightLatest = sample.delivered;
+  } else {
+    m_bwLatest = std::max(m_bwLatest, rate);
+    m_inflightLatest = std::max(m_inflightLatest, sample.delivered);
+  }
+  // An app-limited sample shows the application's rate: it may raise the estimate (the path did
+  // at least that), never lower it.
+  if (!sample.appLimited || rate >= MaxBandwidth()) m_maxBw[0] = std::max(m_maxBw[0], rate);
+}
+
+bool Bbr::RoundIsCongested() const noexcept {
+  if (m_roundLost == 0 || m_minRtt == 0) return false;
+  // Over the round's flight: early in a round one loss must not look like all of it.
+  const double flight =
+      static_cast<double>(std::max(m_roundLost + m_roundDelivered, m_roundMaxInflight));
+  const double lossRate = static_cast<double>(m_roundLost) / flight;
+  if (lossRate <= kLossThreshold) return false;
+  // Startup's own queue (it sends at 2.77x) raises the RTT whatever the loss is: there, random
+  // loss must also not look like an overflow, so it takes several loss events (draft 4.3.1.3).
+  if (m_phase == CongestionPhase::Startup && m_roundLossEvents < kStartupLossEvents) return false;
+  // The round's mean RTT, not its highest: a full queue delays every packet, while a scheduling
+  // hiccup at either end (a busy host) delays a few, and must not turn random loss into
+  // congestion.
+  if (m_roundRttSamples == 0) return false;
+  const Microseconds mean = m_roundRttSum / m_roundRttSamples;
+  const Microseconds rise = std::max(m_minRtt / kQueueRttDivisor, kQueueRttFloor);
+  return mean >= m_minRtt + rise;
+}
+
+void Bbr::OnCongestion(Microseconds now) noexcept {
+  ++m_stats.congestionEvents;
+  ++m_stats.congestiveLossRounds;
+  switch (m_phase) {
+    case CongestionPhase::Startup:
+      // Draft 4.3.1.3: the queue overflowed before the bandwidth stopped growing; the pipe is
+      // full, and what was in flight is the most it holds.
+      m_filledPipe = true;
+      m_inflightHi = std::max(Bdp(MaxBandwidth(), 1.0), m_inflightLatest);
+      return;
+    case CongestionPhase::ProbeBwRefill:
+    case CongestionPhase::ProbeBwUp:
+      // Draft 4.7.3.2: the probe overflowed the queue: that much in flight is too much.
+      m_inflightHi = std::max<std::uint64_t>(
+          m_inflightLatest,
+          static_cast<std::uint64_t>(kBeta * static_cast<double>(m_roundMaxInflight)));
+      m_inflightHi = std::max(m_inflightHi, MinimumWindow());
+      StartProbeBwDown(now);
+      return;
+    default: {
+      // Draft 4.7.3.3: between probes, back off for now (the short-term bounds), no further than
+      // what the last round delivered.
+      const double bwLo = m_bwLo > 0 ? m_bwLo : MaxBandwidth();
+      m_bwLo = std::max(m_bwLatest, kBeta * bwLo);
+      const std::uint64_t inflightLo = m_inflightLo != UINT64_MAX ? m_inflightLo : m_cwnd;
+      m_inflightLo = std::max<std::uint64_t>(
+          m_inflightLatest, static_cast<std::uint64_t>(kBeta * static_cast<double>(inflightLo)));
+      return;
+    }
+  }
+}
+
+void Bbr::OnRoundEnd(Microseconds /*now*/) noexcept {
+  if (m_phase == CongestionPhase::ProbeBwUp && m_inflightHi != UINT64_MAX && !m_roundCongested) {
+    // Draft 4.7.3.2: what a probe round put in flight without congestion is safe.
+    m_inflightHi = std::max(m_inflightHi, m_roundMaxInflight);
+    if (m_roundMaxInflight + m_maxDatagramSize >= m_cwnd) {
+      // Draft 4.3.3.4: a window-limited Up round raises inflight_hi, by twice as much each
+      // round, so that a large increase in capacity is found in a few round trips.
+      m_inflightHi += m_inflightHiGrowth * m_maxDatagramSize;
+      m_inflightHiGrowth = std::min(2 * m_inflightHiGrowth, kMaxInflightHiGrowthPackets);
+    }
+  }
+  m_roundEnds = false;
+  ++m_roundCount;
+  m_nextRoundDelivered = m_sampler.Delivered();
+  m_roundDelivered = 0;
+  m_roundLost = 0;
+  m_roundLossEvents = 0;
+  m_roundRttSum = 0;
+  m_roundRttSamples = 0;
+  m_roundMaxInflight = m_bytesInFlight;
+  m_roundCongested = false;
+  m_resetLatest = true;
+  if (m_phase == CongestionPhase::Startup) CheckStartupDone();
+}
+
+void Bbr::CheckStartupDone() noexcept {
+  if (m_filledPipe || m_lastSampleAppLimited) return;
+  const double maxBw = MaxBandwidth();
+  if (maxBw >= m_fullBw * kFullBandwidthGrowth) {
+    m_fullBw = maxBw;
+    m_fullBwRounds = 0;
+    return;
+  }
+  if (++m_fullBwRounds >= kFullBandwidthRounds) m_filledPipe = true;
+}
+
+// ---- Phases ----
+
+void Bbr::EnterPhase(CongestionPhase phase, Microseconds now) noexcept {
+  m_phase = phase;
+  m_phaseStart = now;
+  m_phaseStartRound = m_roundCount;
+  if (phase == CongestionPhase::ProbeBwRefill) ResetLowerBounds();
+  if (phase == CongestionPhase::ProbeBwUp) m_inflightHiGrowth = 1;
+}
+
+void Bbr::ResetLowerBounds() noexcept {
+  m_bwLo = 0;
+  m_inflightLo = UINT64_MAX;
+}
+
+void Bbr::StartProbeBwDown(Microseconds now) noexcept {
+  EnterPhase(CongestionPhase::ProbeBwDown, now);
+  // A new cycle: the bandwidth filter keeps this one's and the previous one's maximum.
+  m_maxBw[1] = m_maxBw[0];
+  m_maxBw[0] = 0;
+  m_cycleStart = now;
+  m_cycleStartRound = m_roundCount;
+  m_probeWait = kProbeWaitBase + NextRandom() % kProbeWaitRandom;
+}
+
+void Bbr::AdvanceProbeBw(Microseconds now) noexcept {
+  const std::uint64_t bdp = Bdp(Bandwidth(), 1.0);
+  const std::uint64_t renoRounds = std::min(kMaxRenoRounds, bdp / std::uint64_t{m_maxDatagramSize});
+  const bool timeToProbe =
+      now >= m_cycleStart + m_probeWait || m_roundCount >= m_cycleStartRound + renoRounds;
+  switch (m_phase) {
+    case CongestionPhase::ProbeBwDown: {
+      if (timeToProbe) {
+        EnterPhase(CongestionPhase::ProbeBwRefill, now);
+        return;
+      }
+      std::uint64_t target = bdp;
+      if (m_inflightHi != UINT64_MAX) {
+        target = std::min<std::uint64_t>(
+            target, static_cast<std::uint64_t>(kHeadroom * static_cast<double>(m_inflightHi)));
+      }
+      if (m_bytesInFlight <= target) EnterPhase(CongestionPhase::ProbeBwCruise, now);
+      return;
+    }
+    case CongestionPhase::ProbeBwCruise:
+      if (timeToProbe) EnterPhase(CongestionPhase::ProbeBwRefill, now);
+      return;
+    case CongestionPhase::ProbeBwRefill:
+      if (m_roundCount > m_phaseStartRound) EnterPhase(CongestionPhase::ProbeBwUp, now);
+      return;
+    case CongestionPhase::ProbeBwUp:
+      if (m_roundCount <= m_phaseStartRound) return;
+      // The probe put a quarter BDP more in flight (and the rate did not follow: a queue), or
+      // the application stopped using the window: probing is over.
+      if (m_bytesInFlight >= Bdp(MaxBandwidth(), kUpPacingGain) || m_sampler.AppLimited()) {
+        StartProbeBwDown(now);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void Bbr::CheckProbeRtt(Microseconds now) noexcept {
+  if (m_phase != CongestionPhase::ProbeRtt) {
+    if (!m_probeRttExpired || m_phase == CongestionPhase::Startup) return;
+    EnterPhase(CongestionPhase::ProbeRtt, now);
+    m_probeRttDone = 0;
+    return;
+  }
+  const std::uint64_t target = std::max(MinimumWindow(), Bdp(Bandwidth(), 0.5));
+  if (m_probeRttDone == 0) {
+    if (m_bytesInFlight <= target) {
+      m_probeRttDone = now + kProbeRttDuration;
+      m_probeRttRound = m_roundCount;
+    }
+    return;
+  }
+  if (now < m_probeRttDone || m_roundCount <= m_probeRttRound) return;
+  // Draft 4.3.4.5: the queue was empty for 200 ms and a round trip: the minimum is fresh.
+  m_probeRttMinStamp = now;
+  m_probeRttExpired = false;
+  ResetLowerBounds();
+  if (!m_filledPipe) {
+    EnterPhase(CongestionPhase::Startup, now);
+    return;
+  }
+  StartProbeBwDown(now);
+  EnterPhase(CongestionPhase::ProbeBwCruise, now);
+}
+
+// ---- Rate and window ----
+
+double Bbr::PacingGain() const noexcept {
+  switch (m_phase) {
+    case CongestionPhase::Startup:
+      return kStartupPacingGain;
+    case CongestionPhase::Drain:
+      return kDrainPacingGain;
+    case CongestionPhase::ProbeBwDown:
+      return kDownPacingGain;
+    case CongestionPhase::ProbeBwUp:
+      return kUpPacingGain;
+    default:
+      return 1.0;
+  }
+}
+
+double Bbr::WindowGain() const noexcept {
+  return m_phase == CongestionPhase::ProbeBwUp ? kUpWindowGain : kWindowGain;
+}
+
+void Bbr::UpdatePacingRate() noexcept {
+  const double bandwidth = Bandwidth();
+  double rate = 0;
+  if (bandwidth > 0) {
+    rate = PacingGain() * bandwidth * (1.0 - kPacingMargin);
+  } else if (m_minRtt > 0) {
+    rate = kStartupPacingGain * static_cast<double>(m_cwnd) * 1e6 / static_cast<double>(m_minRtt);
+  } else {
+    return;
+  }
+  // Draft 4.6.2: in Startup the rate only rises (a low early sample must not slow the ramp).
+  if (m_filledPipe || rate > m_pacingRate) m_pacingRate = rate;
+}
+
+void Bbr::UpdateWindow(std::uint64_t ackedBytes) noexcept {
+  const double bandwidth = Bandwidth();
+  if (bandwidth > 0 && m_minRtt > 0) {
+    std::uint64_t target =
+        Bdp(bandwidth, WindowGain()) + kQuantizationPackets * std::uint64_t{m_maxDatagramSize};
+    if (m_phase == CongestionPhase::ProbeBwUp) target += 2 * std::uint64_t{m_maxDatagramSize};
+    if (m_filledPipe) {
+      m_cwnd = std::min(m_cwnd + ackedBytes, target);
+    } else if (m_cwnd < target) {
+      m_cwnd += ackedBytes;  // Startup: grows as slow start does, up to the model's window
+    }
+  } else {
+    m_cwnd += ackedBytes;  // no model yet: slow start
+  }
+  // The bounds: inflight_hi (with headroom for other flows between probes), inflight_lo, and
+  // ProbeRTT's small window.
+  std::uint64_t cap = m_inflightLo;
+  if (m_inflightHi != UINT64_MAX) {
+    const std::uint64_t hi =
+        IsProbingBandwidth(m_phase)
+            ? m_inflightHi
+            : static_cast<std::uint64_t>(kHeadroom * static_cast<double>(m_inflightHi));
+    cap = std::min(cap, hi);
+  }
+  if (m_phase == CongestionPhase::ProbeRtt) {
+    cap = std::min(cap, std::max(MinimumWindow(), Bdp(bandwidth, 0.5)));
+  }
+  m_cwnd = std::max(std::min(m_cwnd, cap), MinimumWindow());
+}
+
+std::uint32_t Bbr::NextRandom() noexcept {
+  // xorshift32: the probe wait only has to differ between cycles (and flows), not be secure.
+  m_random ^= m_random << 13;
+  m_random ^= m_random >> 17;
+  m_random ^= m_random << 5;
+  return m_random;
+}
+
+}  // namespace timerwheel::rudp::detail

@@ -2,12 +2,13 @@
 // relay, in one run on one machine; then many connections on one ReliableUDP server socket with
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
-// Usage: TransportBenchmark [--quick | --full] [--results DIR] [--only latency|bulk|many]...
+// Usage: TransportBenchmark [--quick | --full] [--results DIR] [--only
+// latency|bulk|many|loopback]...
 //                           [--idle N]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
-//   --only   run just these parts (default: all three)
+//   --only   run just these parts (default: all four)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
@@ -43,5 +44,6 @@ int main(int argc, char** argv) {
   if (settings.Runs("latency")) RunLatencyTable(settings, losses);
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
   if (settings.Runs("many")) RunManyTable(settings);
+  if (settings.Runs("loopback")) RunLoopbackTable(settings);
   return 0;
 }

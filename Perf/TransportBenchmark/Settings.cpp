@@ -15,12 +15,14 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.manyWindow = 2;
       settings.idleCounts = {200};
       settings.activeCount = 200;
+      settings.loopbackMegabytes = 20;
     } else if (arg == "--full") {
       settings.seeds = 3;
       settings.latencySeconds = 30;
       settings.bulkSeconds = 10;
       settings.manyWindow = 60;
       settings.idleCounts = {1000, 10000, 100000};
+      settings.loopbackMegabytes = 1000;
     } else if (arg == "--idle" && i + 1 < argc) {
       // Only these idle counts (repeatable), and no active run: one point of the grid.
       if (settings.activeCount != 0) settings.idleCounts.clear();
@@ -31,10 +33,11 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many]... "
-                   "[--idle N]...\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick | --full] [--results DIR] [--only latency|bulk|many|loopback]... "
+          "[--idle N]...\n",
+          argv[0]);
       return false;
     }
   }

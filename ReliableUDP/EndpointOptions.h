@@ -54,6 +54,13 @@ struct EndpointOptions {
   // Socket (requested; the OS may grant less).
   int socketReceiveBufferSize = 4 << 20;
   int socketSendBufferSize = 4 << 20;
+
+  // Batched socket I/O (Linux; elsewhere one datagram per system call whatever these say). The
+  // engine still handles every datagram on its own; these change only how many one system call
+  // carries. See UdpSocket/DatagramBatch.h.
+  bool batchedIo = true;            // recvmmsg, and sendmmsg of what one engine call produced
+  bool segmentationOffload = true;  // UDP_SEGMENT (GSO) for runs to one peer; needs batchedIo
+  bool receiveOffload = true;       // UDP_GRO; needs batchedIo
 };
 
 // Throws std::invalid_argument naming the option that is out of range (e.g. keepaliveInterval >=

@@ -119,11 +119,11 @@ LoopbackBulkRow RunLoopbackBulk(const std::string& configuration,
     transfer.server = std::move(c);
     transfer.ReceiveNext();
   });
-  client.AsyncConnect(server.LocalEndpoint(), [&](boost::system::error_code error,
-                                                  std::shared_ptr<rudp::Connection> c) {
-    transfer.client = std::move(c);
-    transfer.connected.set_value(error);
-  });
+  client.AsyncConnect(server.LocalEndpoint(),
+                      [&](boost::system::error_code error, std::shared_ptr<rudp::Connection> c) {
+                        transfer.client = std::move(c);
+                        transfer.connected.set_value(error);
+                      });
   if (const auto error = transfer.connected.get_future().get()) {
     throw std::runtime_error("loopback bulk: connect failed: " + error.message());
   }

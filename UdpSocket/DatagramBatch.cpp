@@ -68,9 +68,7 @@ SendBatch::SendBatch(std::size_t capacity, std::size_t maxDatagramSize, bool seg
 
 SendBatch::~SendBatch() = default;
 
-bool SendBatch::Full() const noexcept {
-  return m_count == m_datagrams.size() && m_head == 0;
-}
+bool SendBatch::Full() const noexcept { return m_count == m_datagrams.size() && m_head == 0; }
 
 void SendBatch::Add(const Udp::endpoint& to, const std::uint8_t* data, std::size_t size) {
   if (size > m_maxDatagramSize) throw std::length_error("SendBatch: datagram over the maximum");
@@ -124,8 +122,8 @@ SendBatch::FlushResult SendBatch::FlushOneByOne(Udp::socket& socket) {
     const Datagram& datagram = m_datagrams[m_head];
     boost::system::error_code error;
     ++m_counters.sendCalls;
-    socket.send_to(boost::asio::buffer(m_bytes.get() + datagram.offset, datagram.size),
-                   datagram.to, 0, error);
+    socket.send_to(boost::asio::buffer(m_bytes.get() + datagram.offset, datagram.size), datagram.to,
+                   0, error);
     if (IsWouldBlock(error)) {
       result.wouldBlock = true;
       return result;
@@ -244,13 +242,16 @@ ReceiveBatch::~ReceiveBatch() = default;
 bool ReceiveBatch::EnableReceiveOffload(Udp::socket& socket) {
 #ifdef __linux__
   const int on = 1;
-  if (::setsockopt(socket.native_handle(), SOL_UDP, UDP_GRO, &on, sizeof on) == 0) {
+  const bool refuse = m_refuseNextOffload;
+  m_refuseNextOffload = false;
+  if (!refuse && ::setsockopt(socket.native_handle(), SOL_UDP, UDP_GRO, &on, sizeof on) == 0) {
     m_receiveOffload = true;
     return true;
   }
   ++m_counters.offloadRefusals;
 #else
   (void)socket;
+  m_refuseNextOffload = false;
 #endif
   m_receiveOffload = false;
   return false;
@@ -261,8 +262,8 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
   error.clear();
 #ifndef __linux__
   Message& message = m_messages[0];
-  message.size = socket.receive_from(boost::asio::buffer(m_bytes.get(), kMessageSize),
-                                     message.from, 0, error);
+  message.size =
+      socket.receive_from(boost::asio::buffer(m_bytes.get(), kMessageSize), message.from, 0, error);
   message.segmentSize = 0;
   if (error) return 0;
   ++m_counters.receiveCalls;

@@ -35,11 +35,11 @@ namespace timerwheel::udp {
 
 // What the batched path did, for the caller's statistics and the benchmark.
 struct BatchCounters {
-  std::uint64_t sendCalls = 0;           // system calls that sent (or tried to)
-  std::uint64_t segmentedMessages = 0;   // messages that carried several datagrams (GSO)
-  std::uint64_t receiveCalls = 0;        // system calls that received at least one datagram
-  std::uint64_t coalescedMessages = 0;   // received messages that held several datagrams (GRO)
-  std::uint64_t offloadRefusals = 0;     // GSO or GRO refused by the kernel and turned off
+  std::uint64_t sendCalls = 0;          // system calls that sent (or tried to)
+  std::uint64_t segmentedMessages = 0;  // messages that carried several datagrams (GSO)
+  std::uint64_t receiveCalls = 0;       // system calls that received at least one datagram
+  std::uint64_t coalescedMessages = 0;  // received messages that held several datagrams (GRO)
+  std::uint64_t offloadRefusals = 0;    // GSO or GRO refused by the kernel and turned off
 };
 
 // True where this build batches system calls (Linux); elsewhere the classes below send and
@@ -64,9 +64,9 @@ class SendBatch {
   void Add(const boost::asio::ip::udp::endpoint& to, const std::uint8_t* data, std::size_t size);
 
   struct FlushResult {
-    std::size_t sent = 0;      // datagrams the socket took
-    std::size_t failed = 0;    // datagrams dropped because the send failed (e.g. no route)
-    bool wouldBlock = false;   // the socket is full: the rest wait, in order, for the next Flush
+    std::size_t sent = 0;     // datagrams the socket took
+    std::size_t failed = 0;   // datagrams dropped because the send failed (e.g. no route)
+    bool wouldBlock = false;  // the socket is full: the rest wait, in order, for the next Flush
   };
   // Sends what is held, oldest first, until the batch is empty or the socket would block. The
   // socket must be non-blocking.
@@ -141,6 +141,9 @@ class ReceiveBatch {
 
   const BatchCounters& Counters() const noexcept { return m_counters; }
 
+  // Test hook: the next EnableReceiveOffload fails as if the kernel refused it (ENOPROTOOPT).
+  void RefuseNextReceiveOffloadForTesting() noexcept { m_refuseNextOffload = true; }
+
  private:
   struct Message {
     boost::asio::ip::udp::endpoint from;
@@ -155,6 +158,7 @@ class ReceiveBatch {
   std::vector<Message> m_messages;
   std::size_t m_received = 0;
   bool m_receiveOffload = false;
+  bool m_refuseNextOffload = false;
   BatchCounters m_counters;
   struct System;  // the recvmmsg headers (Linux)
   std::unique_ptr<System> m_system;

@@ -127,6 +127,8 @@ LoopbackBulkRow RunLoopbackBulk(const std::string& configuration,
   if (const auto error = transfer.connected.get_future().get()) {
     throw std::runtime_error("loopback bulk: connect failed: " + error.message());
   }
+  const rudp::EndpointStatistics clientBefore = client.GetStatistics();
+  const rudp::EndpointStatistics serverBefore = server.GetStatistics();
   const EndCpu senderBefore = senderThread.Cpu();
   const EndCpu receiverBefore = receiverThread.Cpu();
   const auto start = Clock::now();
@@ -139,6 +141,15 @@ LoopbackBulkRow RunLoopbackBulk(const std::string& configuration,
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   row.sender = senderThread.Cpu() - senderBefore;
   row.receiver = receiverThread.Cpu() - receiverBefore;
+  const rudp::EndpointStatistics clientAfter = client.GetStatistics();
+  const rudp::EndpointStatistics serverAfter = server.GetStatistics();
+  const auto calls = [](const rudp::EndpointStatistics& s) {
+    return s.sendSystemCalls + s.receiveSystemCalls;
+  };
+  row.senderSystemCalls = calls(clientAfter) - calls(clientBefore);
+  row.receiverSystemCalls = calls(serverAfter) - calls(serverBefore);
+  row.segmentedSends = clientAfter.segmentedSends - clientBefore.segmentedSends;
+  row.coalescedReceives = serverAfter.coalescedReceives - serverBefore.coalescedReceives;
   row.megabytes = transfer.total / 1'000'000;
   row.goodputMBps = static_cast<double>(transfer.total) / 1e6 / elapsed;
   std::promise<rudp::ConnectionStatistics> statistics;

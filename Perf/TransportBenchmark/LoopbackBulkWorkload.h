@@ -23,6 +23,11 @@ struct LoopbackBulkRow {
   std::uint64_t megabytes = 0;
   std::uint64_t datagramsSent = 0;  // by the sender
   std::uint64_t retransmissions = 0;
+  // System calls that moved datagrams, each end (sends + receives), and GSO/GRO use.
+  std::uint64_t senderSystemCalls = 0;
+  std::uint64_t receiverSystemCalls = 0;
+  std::uint64_t segmentedSends = 0;     // by the sender
+  std::uint64_t coalescedReceives = 0;  // by the receiver
   double CpuMsPerMB(const EndCpu& end) const {
     return megabytes > 0
                ? (end.userSeconds + end.systemSeconds) * 1000.0 / static_cast<double>(megabytes)

@@ -141,7 +141,8 @@ pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double se
 
 }  // namespace
 
-ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window) {
+ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
+                const rudp::EndpointOptions& server) {
   ManyRow row;
   row.queue = queueKind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap";
   row.connections = count;
@@ -151,7 +152,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
   auto work = boost::asio::make_work_guard(io);
   std::thread thread([&] { io.run(); });
   {
-    rudp::EndpointOptions options;
+    rudp::EndpointOptions options = server;
     options.acceptIncoming = true;
     options.timerQueue = queueKind;
     options.timerMonitor = &monitor;

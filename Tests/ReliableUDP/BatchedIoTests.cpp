@@ -62,10 +62,10 @@ std::vector<Datagram> ReceiveAll(Udp::socket& socket, udp::ReceiveBatch& batch,
       socket.wait(Udp::socket::wait_read);  // loopback delivers within the send: it is there
       continue;
     }
-    batch.ForEachDatagram([&](const Udp::endpoint& from, const std::uint8_t* data,
-                              std::size_t size) {
-      received.push_back({from, std::vector<std::uint8_t>(data, data + size)});
-    });
+    batch.ForEachDatagram(
+        [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
+          received.push_back({from, std::vector<std::uint8_t>(data, data + size)});
+        });
   }
   return received;
 }

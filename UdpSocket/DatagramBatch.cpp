@@ -98,6 +98,12 @@ void SendBatch::Compact() noexcept {
   m_head = 0;
 }
 
+std::size_t SendBatch::DropPending() noexcept {
+  const std::size_t dropped = Pending();
+  m_head = m_count = m_end = 0;
+  return dropped;
+}
+
 std::size_t SendBatch::SegmentRun(std::size_t first) const noexcept {
   const Datagram& lead = m_datagrams[first];
   if (!m_segmentation || lead.size == 0) return 1;

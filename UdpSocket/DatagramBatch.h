@@ -71,6 +71,8 @@ class SendBatch {
   // Sends what is held, oldest first, until the batch is empty or the socket would block. The
   // socket must be non-blocking.
   FlushResult Flush(boost::asio::ip::udp::socket& socket);
+  // Forgets what is held (for a caller that treats a full socket as a loss); returns how many.
+  std::size_t DropPending() noexcept;
 
   bool SegmentationOffload() const noexcept { return m_segmentation; }
   const BatchCounters& Counters() const noexcept { return m_counters; }

@@ -7,10 +7,11 @@
 #include <stdexcept>
 
 #ifdef __linux__
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
+
+#include <cerrno>
 #endif
 
 namespace timerwheel::udp {

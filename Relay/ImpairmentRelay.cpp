@@ -10,6 +10,12 @@
 // return without touching anything else. Nothing else is locked inside it, and no user code runs
 // under it except WaitForCounters' predicate. m_changed (a condition variable on m_mutex) is
 // notified after every batch of datagrams received or sent, and on Close.
+//
+// Batched I/O (UdpSocket/DatagramBatch; Linux): after the overlapped receive that wakes a socket
+// up, what else is waiting is read with recvmmsg; the deliveries one handler makes due leave with
+// sendmmsg (and UDP_SEGMENT for runs to one address). Each datagram still goes through the
+// LinkModel on its own. No UDP_GRO: the first read of each wake-up is Asio's, which cannot see
+// the segment size of a coalesced buffer.
 #include "Relay/ImpairmentRelay.h"
 
 #include <array>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "Relay/Detail/LinkModel.h"
+#include "UdpSocket/DatagramBatch.h"
 #include "UdpSocket/UdpSocketSetup.h"
 
 namespace timerwheel::relay {
@@ -37,6 +44,10 @@ constexpr int kReceiveBatch = 64;
 // Asked of the OS for every socket (it may cap it): the relay must not be the bottleneck.
 constexpr int kSocketBufferBytes = 4 << 20;
 constexpr std::size_t kMaxDatagram = 65536;
+// Messages per recvmmsg, and datagrams held per socket for one sendmmsg. Their buffers are not
+// zeroed, so a socket only ever touches the pages its traffic uses.
+constexpr std::size_t kReceiveMessages = 16;
+constexpr std::size_t kSendBatch = 64;
 
 bool WouldBlock(const boost::system::error_code& error) {
   return error == boost::asio::error::would_block || error == boost::asio::error::try_again;
@@ -151,6 +162,9 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     Udp::socket socket;
     udp::ReceiveErrorBackoff backoff{socket.get_executor()};  // after socket
     std::vector<std::uint8_t> buffer = std::vector<std::uint8_t>(kMaxDatagram);
+    udp::ReceiveBatch receiveBatch{kReceiveMessages};
+    udp::SendBatch sendBatch{kSendBatch, kMaxDatagram, true};  // to the upstream
+    bool flushPending = false;                                 // listed in m_clientsToFlush
   };
 
   // A datagram's bytes, shared by its copies when it is duplicated; reused once sent.
@@ -224,30 +238,34 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
       return;
     }
     m_listenBackoff.OnReceived();
-    OnClientDatagramLocked(size);
+    OnClientDatagramLocked(m_sender, m_listenBuffer.data(), size);
     // Drain what else is already there without another trip through the reactor or IOCP.
-    for (int i = 1; i < kReceiveBatch; ++i) {
+    for (int datagrams = 1; datagrams < kReceiveBatch;) {
       boost::system::error_code drainError;
-      const std::size_t drained =
-          m_listen.receive_from(boost::asio::buffer(m_listenBuffer), m_sender, 0, drainError);
-      if (WouldBlock(drainError)) break;
-      if (drainError) {
+      if (m_listenBatch.Receive(m_listen, drainError) == 0) {
+        if (WouldBlock(drainError)) break;
         ++m_toUpstream.receiveErrors;
+        ++datagrams;
         continue;
       }
-      OnClientDatagramLocked(drained);
+      m_listenBatch.ForEachDatagram(
+          [&](const Endpoint& from, const std::uint8_t* data, std::size_t drained) {
+            ++datagrams;
+            OnClientDatagramLocked(from, data, drained);
+          });
     }
+    FlushLocked();
     StartListenReceiveLocked();
     m_changed.notify_all();
   }
 
-  void OnClientDatagramLocked(std::size_t size) {
-    Client* client = ClientLocked(m_sender);
+  void OnClientDatagramLocked(const Endpoint& from, const std::uint8_t* data, std::size_t size) {
+    Client* client = ClientLocked(from);
     if (client == nullptr) {
       ++m_toUpstream.sendErrors;  // no socket to forward it through
       return;
     }
-    OnArrivalLocked(Which::ToUpstream, client, m_listenBuffer.data(), size);
+    OnArrivalLocked(Which::ToUpstream, client, data, size);
   }
 
   // The client at `address`, with its upstream socket opened and receiving; nullptr if the
@@ -290,17 +308,21 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     }
     client->backoff.OnReceived();
     OnArrivalLocked(Which::ToClient, client, client->buffer.data(), size);
-    for (int i = 1; i < kReceiveBatch; ++i) {
+    for (int datagrams = 1; datagrams < kReceiveBatch;) {
       boost::system::error_code drainError;
-      const std::size_t drained =
-          client->socket.receive(boost::asio::buffer(client->buffer), 0, drainError);
-      if (WouldBlock(drainError)) break;
-      if (drainError) {
+      if (client->receiveBatch.Receive(client->socket, drainError) == 0) {
+        if (WouldBlock(drainError)) break;
         ++m_toClient.receiveErrors;
+        ++datagrams;
         continue;
       }
-      OnArrivalLocked(Which::ToClient, client, client->buffer.data(), drained);
+      client->receiveBatch.ForEachDatagram(
+          [&](const Endpoint&, const std::uint8_t* data, std::size_t drained) {
+            ++datagrams;
+            OnArrivalLocked(Which::ToClient, client, data, drained);
+          });
     }
+    FlushLocked();
     StartUpstreamReceiveLocked(client);
     m_changed.notify_all();
   }
@@ -336,6 +358,8 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
 
   // Sending -----------------------------------------------------------------------------------
 
+  // Moves what is due into the sockets' send batches; FlushLocked sends them. Each handler that
+  // dispatches ends with FlushLocked, so nothing waits past the handler that made it due.
   void DispatchDueLocked(Which which) {
     Direction& direction = Get(which);
     const Microseconds now = Now();
@@ -343,15 +367,38 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
       const Pending due = direction.queue.top();
       direction.queue.pop();
       Slot& slot = m_slots[due.slot];
-      boost::system::error_code error;
-      if (which == Which::ToUpstream) {
-        due.client->socket.send(boost::asio::buffer(slot.bytes), 0, error);
+      const bool up = which == Which::ToUpstream;
+      udp::SendBatch& batch = up ? due.client->sendBatch : m_listenSendBatch;
+      if (batch.Full()) FlushOneLocked(up ? due.client->socket : m_listen, batch, direction);
+      if (!batch.Full()) {
+        batch.Add(up ? m_upstream : due.client->address, slot.bytes.data(), slot.bytes.size());
+        if (up && !due.client->flushPending) {
+          due.client->flushPending = true;
+          m_clientsToFlush.push_back(due.client);
+        }
       } else {
-        m_listen.send_to(boost::asio::buffer(slot.bytes), due.client->address, 0, error);
+        ++direction.sendErrors;
       }
-      if (error) ++direction.sendErrors;
       if (--slot.references == 0) m_freeSlots.push_back(due.slot);
     }
+  }
+
+  // Sends what the batches hold. A send the socket refuses (would block, no route) is counted in
+  // sendErrors and the datagram is lost, as the relay's contract says.
+  void FlushLocked() {
+    FlushOneLocked(m_listen, m_listenSendBatch, m_toClient);
+    for (Client* client : m_clientsToFlush) {
+      client->flushPending = false;
+      FlushOneLocked(client->socket, client->sendBatch, m_toUpstream);
+    }
+    m_clientsToFlush.clear();
+  }
+
+  static void FlushOneLocked(Udp::socket& socket, udp::SendBatch& batch, Direction& direction) {
+    if (batch.Empty()) return;
+    const udp::SendBatch::FlushResult result = batch.Flush(socket);
+    direction.sendErrors += result.failed;
+    if (result.wouldBlock) direction.sendErrors += batch.DropPending();
   }
 
   // Aims the direction's timer at its earliest delivery, unless a wait for that or earlier is
@@ -382,6 +429,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     }
     // (A superseded wait that had expired before it was superseded still sends what is due.)
     DispatchDueLocked(which);
+    FlushLocked();
     ArmLocked(which);
     m_changed.notify_all();
   }
@@ -397,6 +445,9 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
   udp::ReceiveErrorBackoff m_listenBackoff{m_listen.get_executor()};  // after m_listen
   std::array<std::uint8_t, kMaxDatagram> m_listenBuffer{};
   Endpoint m_sender;
+  udp::ReceiveBatch m_listenBatch{kReceiveMessages};
+  udp::SendBatch m_listenSendBatch{kSendBatch, kMaxDatagram, true};  // to the clients
+  std::vector<Client*> m_clientsToFlush;  // whose send batch holds something
   std::map<Endpoint, std::unique_ptr<Client>> m_clients;
   Direction m_toUpstream;
   Direction m_toClient;

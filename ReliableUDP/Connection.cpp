@@ -26,7 +26,7 @@ Connection::Connection(std::shared_ptr<detail::LockedEngine> engine,
     : m_engine(std::move(engine)), m_state(std::move(state)) {}
 
 Connection::~Connection() {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
   m_state->AbandonReceives();  // their buffers may die with the caller's last handle
   if (!core.IsShutDown()) {
@@ -38,7 +38,7 @@ Connection::~Connection() {
 }
 
 void Connection::AsyncSend(boost::asio::const_buffer message, Handler handler) {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
   m_state->Send(static_cast<const std::uint8_t*>(message.data()), message.size(),
                 Adapt(std::move(handler)), core.Now());
@@ -46,19 +46,19 @@ void Connection::AsyncSend(boost::asio::const_buffer message, Handler handler) {
 }
 
 void Connection::AsyncReceive(std::vector<std::uint8_t>& message, Handler handler) {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
   m_state->Receive(message, Adapt(std::move(handler)), core.Now());
   core.AfterCall(*m_state);
 }
 
 void Connection::AsyncWaitClosed(Handler handler) {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   m_state->WaitClosed(Adapt(std::move(handler)));
 }
 
 void Connection::Close() {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
   if (core.IsShutDown()) return;
   m_state->Close(core.Now());
@@ -66,7 +66,7 @@ void Connection::Close() {
 }
 
 void Connection::Abort() {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
   if (core.IsShutDown()) return;
   m_state->Abort(core.Now());
@@ -74,12 +74,12 @@ void Connection::Abort() {
 }
 
 ConnectionStatistics Connection::GetStatistics() const {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   return m_state->GetStatistics();
 }
 
 boost::asio::ip::udp::endpoint Connection::RemoteEndpoint() const {
-  std::lock_guard<std::mutex> lock(m_engine->Mutex());
+  detail::LockedEngine::Call call(*m_engine);
   return detail::ToUdpEndpoint(m_state->Remote());
 }
 

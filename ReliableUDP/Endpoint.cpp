@@ -2,8 +2,19 @@
 //
 // Ground rules (locking): the engine's mutex (LockedEngine) guards the engine, every connection,
 // and every operation on the socket (receive initiation, the non-blocking receive drain, sends,
-// close), so the socket is never used from two threads at once. The timer driver dispatches
-// without its own lock; its callbacks take the engine's mutex (lock order: engine, then driver).
+// close) and the batches, so the socket is never used from two threads at once. The timer driver
+// dispatches without its own lock; its callbacks take the engine's mutex (lock order: engine, then
+// driver). Every call into the engine ends with Flush under that mutex (LockedEngine::Call).
+//
+// The socket path, two ways:
+// - batched (options.batchedIo on Linux): the socket waits for readability (async_wait) and each
+//   wake-up reads with recvmmsg, several datagrams per call (UDP_GRO: several per buffer); the
+//   datagrams one engine call produces are held in a SendBatch and leave together at its end
+//   with sendmmsg (UDP_SEGMENT: runs to one peer as one message). No added latency: nothing waits
+//   for more traffic, only for the end of the call that produced it.
+// - one datagram per system call (Windows, where Asio uses IOCP, and batchedIo off): an
+//   overlapped receive and a non-blocking drain; sends go out as the engine makes them.
+// Either way a send the socket cannot take now waits, in order, for it to become writable.
 #include "ReliableUDP/Endpoint.h"
 
 #include <algorithm>
@@ -21,6 +32,7 @@
 #include "TimerQueue/AsioTimerQueue.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
+#include "UdpSocket/DatagramBatch.h"
 #include "UdpSocket/UdpSocketSetup.h"
 
 namespace timerwheel::rudp {
@@ -33,6 +45,12 @@ using Udp = boost::asio::ip::udp;
 constexpr std::size_t kMaxQueuedDatagrams = 4096;
 // Datagrams read per wake-up before the receive is re-armed: amortises the completion.
 constexpr int kReceiveBatch = 64;
+// The batched path: messages per recvmmsg (64 KiB each, so a GRO batch fits: 1 MiB in all) and
+// the datagrams held for one sendmmsg (at least 64, and about 512 KiB at large datagram sizes).
+constexpr std::size_t kReceiveMessages = 16;
+std::size_t SendBatchCapacity(std::size_t maxDatagramSize) {
+  return std::max<std::size_t>(64, std::min<std::size_t>(512, (512 << 10) / maxDatagramSize));
+}
 
 // One clock for the transport (microseconds) and the timer queue (milliseconds), so a timer
 // aimed at ceil(deadline) never fires before the deadline (see IEndpointIo::Now). Windows'
@@ -61,7 +79,9 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
  public:
   Impl(boost::asio::io_context& ioContext, const Udp::endpoint& local,
        const EndpointOptions& options)
-      : m_ioContext(ioContext), m_socket(ioContext) {
+      : m_ioContext(ioContext),
+        m_socket(ioContext),
+        m_batched(options.batchedIo && udp::BatchedSystemCallsAvailable()) {
     m_socket.open(local.protocol());
     m_socket.bind(local);
     m_socket.non_blocking(true);
@@ -94,6 +114,12 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     driver.monitor = options.timerMonitor;
     m_timers = std::make_unique<AsioTimerQueue>(ioContext, *m_queue, driver);
     m_engine.emplace(*this, *m_timers, m_granularity, options);
+    if (m_batched) {
+      m_sendBatch.emplace(SendBatchCapacity(options.maxDatagramSize), options.maxDatagramSize,
+                          options.segmentationOffload);
+      m_receiveBatch.emplace(kReceiveMessages);
+      if (options.receiveOffload) m_receiveBatch->EnableReceiveOffload(m_socket);
+    }
   }
 
   ~Impl() { Close(); }
@@ -101,6 +127,26 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
   void Start() {
     std::lock_guard<std::mutex> lock(m_engine->Mutex());
     StartReceiveLocked();
+  }
+
+  // The socket path's counters, added to the engine's.
+  void AddSocketCounters(EndpointStatistics& stats) const {
+    udp::BatchCounters counters = m_unbatchedCounters;
+    for (const udp::BatchCounters* batch :
+         {m_sendBatch ? &m_sendBatch->Counters() : nullptr,
+          m_receiveBatch ? &m_receiveBatch->Counters() : nullptr}) {
+      if (batch == nullptr) continue;
+      counters.sendCalls += batch->sendCalls;
+      counters.receiveCalls += batch->receiveCalls;
+      counters.segmentedMessages += batch->segmentedMessages;
+      counters.coalescedMessages += batch->coalescedMessages;
+      counters.offloadRefusals += batch->offloadRefusals;
+    }
+    stats.sendSystemCalls = counters.sendCalls;
+    stats.receiveSystemCalls = counters.receiveCalls;
+    stats.segmentedSends = counters.segmentedMessages;
+    stats.coalescedReceives = counters.coalescedMessages;
+    stats.offloadRefusals = counters.offloadRefusals;
   }
 
   detail::LockedEngine& Engine() { return *m_engine; }
@@ -121,6 +167,7 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
       if (m_closed) return;
       m_closed = true;
       m_engine->Core().Shutdown();  // destroys every timer
+      FlushLocked();                // what Shutdown sent (closes) leaves before the socket goes
       boost::system::error_code ignored;
       m_socket.close(ignored);  // the pending receive completes with operation_aborted
       m_receiveBackoff.Cancel();
@@ -136,8 +183,18 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
                     std::size_t size) override {
     if (m_closed) return;
     const Udp::endpoint to = detail::ToUdpEndpoint(address);
+    if (m_sendBatch) {
+      if (m_sendBatch->Full()) FlushLocked();
+      if (m_sendBatch->Full()) {  // the socket is full and so is the batch: like a loss
+        ++m_engine->Core().Context().stats.sendErrors;
+        return;
+      }
+      m_sendBatch->Add(to, data, size);
+      return;
+    }
     if (m_queuedHead == m_queuedCount) {
       boost::system::error_code error;
+      ++m_unbatchedCounters.sendCalls;
       m_socket.send_to(boost::asio::buffer(data, size), to, 0, error);
       if (!error) return;
       if (error != boost::asio::error::would_block && error != boost::asio::error::try_again) {
@@ -167,6 +224,21 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     if (!m_sending) SendQueuedLocked();
   }
 
+  void Flush(BatchEnd end) override {
+    if (m_closed || !m_sendBatch || m_sendBatch->Empty()) return;
+    if (end == BatchEnd::Call) return FlushLocked();
+    // A timer expiry: the timer driver runs every due expiry in one handler, so a flush queued
+    // behind it sends what all of them produced together (e.g. the delayed ACKs of many
+    // connections) without delaying any past the end of that dispatch.
+    if (m_flushQueued) return;
+    m_flushQueued = true;
+    boost::asio::post(m_ioContext, [self = shared_from_this()] {
+      std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+      self->m_flushQueued = false;
+      if (!self->m_closed) self->FlushLocked();
+    });
+  }
+
   detail::Microseconds Now() const override { return TransportClock::Now(); }
 
   void Post(detail::Completion handler, detail::EngineError error) override {
@@ -181,6 +253,13 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
   };
 
   void StartReceiveLocked() {
+    if (m_receiveBatch) {
+      m_socket.async_wait(Udp::socket::wait_read,
+                          [self = shared_from_this()](const boost::system::error_code& error) {
+                            self->OnReadable(error);
+                          });
+      return;
+    }
     m_socket.async_receive_from(
         boost::asio::buffer(m_receiveBuffer), m_sender,
         [self = shared_from_this()](const boost::system::error_code& error, std::size_t size) {
@@ -188,12 +267,76 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
         });
   }
 
+  // The batched path: the socket has something to read (or failed).
+  void OnReadable(const boost::system::error_code& waitError) {
+    detail::LockedEngine::Call call(*m_engine);
+    if (m_closed || waitError == boost::asio::error::operation_aborted) return;
+    auto& core = m_engine->Core();
+    auto& stats = core.Context().stats;
+    int datagrams = 0;
+    bool failing = static_cast<bool>(waitError);
+    bool drained = false;
+    while (!failing && datagrams < kReceiveBatch && !m_closed) {
+      boost::system::error_code error;
+      if (m_receiveBatch->Receive(m_socket, error) == 0) {
+        if (error == boost::asio::error::would_block || error == boost::asio::error::try_again) {
+          drained = true;
+          break;
+        }
+        ++stats.receiveErrorsIgnored;
+        failing = !IsBenignReceiveError(error);
+        continue;
+      }
+      m_receiveBackoff.OnReceived();
+      m_receiveBatch->ForEachDatagram(
+          [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
+            ++datagrams;
+            if (!m_closed) core.OnDatagram(detail::ToAddress(from), data, size);
+          });
+    }
+    if (m_closed) return;
+    if (failing) {
+      // As on the other path: count it and wait again, with a growing delay while it persists.
+      if (waitError) ++stats.receiveErrorsIgnored;
+      m_receiveBackoff.OnError([self = shared_from_this()] {
+        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+        if (!self->m_closed) self->StartReceiveLocked();
+      });
+      return;
+    }
+    if (drained) return StartReceiveLocked();
+    // More is waiting. Asio's epoll reactor is edge-triggered and does not read ahead for a wait,
+    // so a new async_wait would sleep until the next datagram arrives: continue through the
+    // io_context's queue instead, after whatever else is ready (fair to timers and other sockets).
+    boost::asio::post(m_ioContext, [self = shared_from_this()] {
+      self->OnReadable(boost::system::error_code());
+    });
+  }
+
+  // Hands the held datagrams to the socket; what it cannot take now waits for it to be writable.
+  void FlushLocked() {
+    if (!m_sendBatch || m_sendBatch->Empty() || m_waitingWritable) return;
+    const udp::SendBatch::FlushResult result = m_sendBatch->Flush(m_socket);
+    auto& stats = m_engine->Core().Context().stats;
+    stats.sendErrors += result.failed;
+    if (!result.wouldBlock) return;
+    ++stats.sendWouldBlock;
+    m_waitingWritable = true;
+    m_socket.async_wait(Udp::socket::wait_write,
+                        [self = shared_from_this()](const boost::system::error_code&) {
+                          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+                          self->m_waitingWritable = false;
+                          if (!self->m_closed) self->FlushLocked();
+                        });
+  }
+
   void OnReceive(const boost::system::error_code& error, std::size_t size) {
-    std::lock_guard<std::mutex> lock(m_engine->Mutex());
+    detail::LockedEngine::Call call(*m_engine);
     if (m_closed || error == boost::asio::error::operation_aborted) return;
     auto& core = m_engine->Core();
     auto& stats = core.Context().stats;
     if (!error) {
+      ++m_unbatchedCounters.receiveCalls;
       m_receiveBackoff.OnReceived();
       core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), size);
     } else {
@@ -220,6 +363,7 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
         if (!IsBenignReceiveError(drainError)) break;
         continue;
       }
+      ++m_unbatchedCounters.receiveCalls;
       core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), drained);
     }
     if (!m_closed) StartReceiveLocked();
@@ -232,6 +376,7 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
       return;
     }
     m_sending = true;
+    ++m_unbatchedCounters.sendCalls;
     QueuedDatagram& next = m_queued[m_queuedHead];
     m_socket.async_send_to(
         boost::asio::buffer(next.bytes), next.to,
@@ -246,6 +391,12 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
 
   boost::asio::io_context& m_ioContext;
   Udp::socket m_socket;
+  const bool m_batched;
+  std::optional<udp::SendBatch> m_sendBatch;        // batched path only
+  std::optional<udp::ReceiveBatch> m_receiveBatch;  // batched path only
+  bool m_waitingWritable = false;                   // a wait_write is pending; it flushes the batch
+  bool m_flushQueued = false;                       // a flush is posted behind the timer dispatch
+  udp::BatchCounters m_unbatchedCounters;
   udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // after m_socket
   TransportClock m_clock;
   std::unique_ptr<IManageTimerQueue> m_queue;
@@ -288,14 +439,14 @@ detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::LockedEngin
 
 void Endpoint::AsyncConnect(const Udp::endpoint& remote, ConnectHandler handler) {
   auto& engine = m_impl->Engine();
-  std::lock_guard<std::mutex> lock(engine.Mutex());
+  detail::LockedEngine::Call call(engine);
   engine.Core().Connect(detail::ToAddress(remote),
                         Wrap(m_impl->SharedEngine(), std::move(handler)));
 }
 
 void Endpoint::AsyncAccept(ConnectHandler handler) {
   auto& engine = m_impl->Engine();
-  std::lock_guard<std::mutex> lock(engine.Mutex());
+  detail::LockedEngine::Call call(engine);
   engine.Core().Accept(Wrap(m_impl->SharedEngine(), std::move(handler)));
 }
 
@@ -304,7 +455,9 @@ void Endpoint::Close() { m_impl->Close(); }
 EndpointStatistics Endpoint::GetStatistics() const {
   auto& engine = m_impl->Engine();
   std::lock_guard<std::mutex> lock(engine.Mutex());
-  return engine.Core().Statistics();
+  EndpointStatistics statistics = engine.Core().Statistics();
+  m_impl->AddSocketCounters(statistics);
+  return statistics;
 }
 
 }  // namespace timerwheel::rudp

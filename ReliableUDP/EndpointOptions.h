@@ -86,6 +86,12 @@ struct EndpointOptions {
   // endpoint. Give a restarted server its old secret and it can still reset the connections it
   // lost. Keep it as secret as a private key: whoever knows it can end any connection.
   std::array<std::uint8_t, 16> statelessResetKey{};
+  // Batched socket I/O (Linux; elsewhere one datagram per system call whatever these say). The
+  // engine still handles every datagram on its own; these change only how many one system call
+  // carries. See UdpSocket/DatagramBatch.h.
+  bool batchedIo = true;            // recvmmsg, and sendmmsg of what one engine call produced
+  bool segmentationOffload = true;  // UDP_SEGMENT (GSO) for runs to one peer; needs batchedIo
+  bool receiveOffload = true;       // UDP_GRO; needs batchedIo
 };
 
 // Throws std::invalid_argument naming the option that is out of range (e.g. keepaliveInterval >=

@@ -146,6 +146,12 @@ struct EndpointStatistics {
   std::uint64_t statelessResetsSent = 0;
   std::uint64_t statelessResetsReceived = 0;     // connections ended by a valid Reset
   std::uint64_t statelessRepliesSuppressed = 0;  // refusals and resets not sent (rate, size)
+  // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
+  std::uint64_t sendSystemCalls = 0;
+  std::uint64_t receiveSystemCalls = 0;  // that returned datagrams
+  std::uint64_t segmentedSends = 0;      // sends that carried several datagrams (GSO)
+  std::uint64_t coalescedReceives = 0;   // receives that held several datagrams (GRO)
+  std::uint64_t offloadRefusals = 0;     // GSO or GRO refused by the kernel, then off
 };
 
 }  // namespace timerwheel::rudp

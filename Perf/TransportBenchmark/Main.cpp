@@ -3,12 +3,12 @@
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
 // Usage: TransportBenchmark [--quick | --full] [--results DIR]
-//                           [--only latency|bulk|many|hostile]... [--idle N]... [--hostile]
+//                           [--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile]
 //                           [--cc bbr|newreno|none]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
-//   --only   run just these parts (default: all three)
+//   --only   run just these parts (default: all four)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram
 //   --cc     ReliableUDP's congestion controllers in the bulk table (repeatable; default all
@@ -49,5 +49,6 @@ int main(int argc, char** argv) {
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
   if (settings.Runs("many")) RunManyTable(settings);
   if (settings.Runs("hostile")) RunHostileTable(settings);
+  if (settings.Runs("loopback")) RunLoopbackTable(settings);
   return 0;
 }

@@ -116,14 +116,17 @@ struct ServerWindowTotals {
     std::fprintf(stderr,
                  "many: %s %zu: server timers fired in the window (loss detection, delayed ACK, "
                  "pacing, keepalive, idle): %llu %llu %llu %llu %llu; PTOs %llu, packets lost "
-                 "%llu, datagrams in %llu out %llu, send would-block %llu\n",
+                 "%llu, datagrams in %llu out %llu, send would-block %llu, system calls: "
+                 "receive %llu send %llu\n",
                  queue.c_str(), count, delta(fired[0], before.fired[0]),
                  delta(fired[1], before.fired[1]), delta(fired[2], before.fired[2]),
                  delta(fired[3], before.fired[3]), delta(fired[4], before.fired[4]),
                  delta(probeTimeouts, before.probeTimeouts), delta(packetsLost, before.packetsLost),
                  delta(endpoint.datagramsReceived, before.endpoint.datagramsReceived),
                  delta(endpoint.datagramsSent, before.endpoint.datagramsSent),
-                 delta(endpoint.sendWouldBlock, before.endpoint.sendWouldBlock));
+                 delta(endpoint.sendWouldBlock, before.endpoint.sendWouldBlock),
+                 delta(endpoint.receiveSystemCalls, before.endpoint.receiveSystemCalls),
+                 delta(endpoint.sendSystemCalls, before.endpoint.sendSystemCalls));
   }
 };
 
@@ -141,7 +144,8 @@ pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double se
 
 }  // namespace
 
-ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window) {
+ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
+                const rudp::EndpointOptions& server) {
   ManyRow row;
   row.queue = queueKind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap";
   row.connections = count;
@@ -151,7 +155,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
   auto work = boost::asio::make_work_guard(io);
   std::thread thread([&] { io.run(); });
   {
-    rudp::EndpointOptions options;
+    rudp::EndpointOptions options = server;
     options.acceptIncoming = true;
     options.timerQueue = queueKind;
     options.timerMonitor = &monitor;

@@ -28,6 +28,8 @@ struct ManyRow {
   Percentiles latencyMs;
 };
 
-ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window);
+// `server` is the server endpoint's starting options (the socket path's, for the loopback table).
+ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
+                const rudp::EndpointOptions& server = {});
 
 }  // namespace timerwheel::perf

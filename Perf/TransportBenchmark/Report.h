@@ -11,5 +11,6 @@ namespace timerwheel::perf {
 void RunLatencyTable(const Settings& settings, const std::vector<double>& losses);
 void RunBulkTable(const Settings& settings, const std::vector<double>& losses);
 void RunManyTable(const Settings& settings);
+void RunLoopbackTable(const Settings& settings);  // LoopbackReport.cpp
 
 }  // namespace timerwheel::perf

@@ -15,12 +15,14 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.manyWindow = 2;
       settings.idleCounts = {200};
       settings.activeCount = 200;
+      settings.loopbackMegabytes = 20;
     } else if (arg == "--full") {
       settings.seeds = 3;
       settings.latencySeconds = 30;
       settings.bulkSeconds = 10;
       settings.manyWindow = 60;
       settings.idleCounts = {1000, 10000, 100000};
+      settings.loopbackMegabytes = 1000;
     } else if (arg == "--idle" && i + 1 < argc) {
       // Only these idle counts (repeatable), and no active run: one point of the grid.
       if (settings.activeCount != 0) settings.idleCounts.clear();
@@ -42,7 +44,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--results DIR] "
-                   "[--only latency|bulk|many|hostile]... [--idle N]... [--hostile] "
+                   "[--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile] "
                    "[--cc bbr|newreno|none]...\n",
                    argv[0]);
       return false;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,11 @@ struct Settings {
   double manyWindow = 16;
   std::vector<std::size_t> idleCounts{1000, 10000};
   std::size_t activeCount = 10000;
-  std::vector<std::string> only;  // empty: every part
   // ReliableUDP's congestion controllers in the bulk table (--cc bbr|newreno|none, repeatable);
   // empty: all three.
   std::vector<std::string> controllers;
+  std::uint64_t loopbackMegabytes = 200;  // per configuration of the loopback table
+  std::vector<std::string> only;          // empty: every part
   bool Runs(const std::string& part) const {
     return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
   }

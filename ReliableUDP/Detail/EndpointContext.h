@@ -30,9 +30,16 @@ using Completion = UniqueFunction<void(EngineError), 96>;
 // simulated network and a manual clock.
 class IEndpointIo {
  public:
-  // Sends one datagram (or queues it if the socket cannot take it now). Called from inside the
-  // engine, so under whatever lock the caller serialises the engine with.
+  // Sends one datagram, or holds it (in order) until Flush or until the socket can take it.
+  // Called from inside the engine, so under whatever lock the caller serialises the engine with.
   virtual void SendDatagram(const Address& to, const std::uint8_t* data, std::size_t size) = 0;
+  // The end of one call into the engine (one receive batch handled, one application call, one
+  // timer expiry): sends that SendDatagram held back to batch them must go out, at once (Call) or,
+  // after a timer expiry, once the other expiries of the same dispatch have run (TimerExpiry), so
+  // that they batch too. The engine never calls it; whoever serialises calls into the engine
+  // does, before releasing its lock (LockedEngine::Call). An I/O that sends at once ignores it.
+  enum class BatchEnd { Call, TimerExpiry };
+  virtual void Flush(BatchEnd) {}
   // Transport time, microseconds, monotonic. Now() / 1000 is the timer queue's tick count at the
   // same instant, so a timer armed for ceil(deadline / 1000) - Now() / 1000 ms never fires before
   // `deadline`.

@@ -172,7 +172,7 @@ class WheelScheduler {
   // the ring.
   Ticks SlotOf(Ticks deadline) const noexcept {
     const auto offset = static_cast<std::uint32_t>(deadline - m_cursorStart);
-    return m_cursor + m_perSlot.Divide(offset + m_granularity - 1);
+    return m_cursor + m_perSlot.DivideRoundingUp(offset);
   }
 
   // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.

@@ -215,7 +215,7 @@ class WheelScheduler {
     if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
   }
 
-  void AdvanceCursor(Ticks now) noexcept {
+  TIMERWHEEL_NEVER_INLINE void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
     // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
     const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);

@@ -8,7 +8,7 @@
 #ifdef _WIN32
 #include <windows.h>  // WIN32_LEAN_AND_MEAN and NOMINMAX come from the build
 #elif defined(__linux__)
-#include <time.h>
+#include <ctime>  // clock_gettime, clock_getres (POSIX, declared by glibc's <ctime> too)
 #endif
 
 namespace timerwheel {

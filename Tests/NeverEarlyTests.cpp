@@ -1,5 +1,6 @@
 // No driver fires a timer before set time + timeout, measured with std::chrono::steady_clock at
-// sub-millisecond resolution, on the default system clock (under Wine in the MinGW build).
+// sub-millisecond resolution, on the default system clock and on the coarse clock (under Wine in
+// the MinGW build).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -28,8 +29,13 @@ constexpr int kTimers = 40;
 
 TEMPLATE_TEST_CASE("no driver fires a timer before set time plus timeout by the steady clock",
                    "[driver][never-early][.][realtime]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+  const bool coarse = GENERATE(false, true);
+  const ITickProvider& ticks =
+      coarse ? static_cast<const ITickProvider&>(CoarseTickProvider::Instance())
+             : SystemTickProvider::Instance();
+  CAPTURE(coarse);
   CountingTimerQueueMonitor monitor;
-  auto queue = TestType::QueueTraits::Make(SystemTickProvider::Instance(), &monitor);
+  auto queue = TestType::QueueTraits::Make(ticks, &monitor);
   std::array<Clock::time_point, kTimers> setAt{};
   std::array<Clock::time_point, kTimers> firedAt{};
   std::array<Milliseconds, kTimers> timeout{};

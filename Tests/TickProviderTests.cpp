@@ -1,12 +1,19 @@
-// The tick providers: the system clock and the 32-bit wrap adapter.
+// The tick providers: the system clocks, the lag bound that keeps a coarse clock never early, and
+// the 32-bit wrap adapter.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "Support/ManualTickProvider.h"
+#include "Support/RecordingTimer.h"
 #include "TimerQueue/SystemTickProvider.h"
+#include "TimerQueue/TimerQueue.h"
 #include "TimerQueue/WrappingTickAdapter.h"
+#include "TimerWheel/TimerWheel.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -19,6 +26,121 @@ TEST_CASE("the system tick provider is monotonic", "[ticks]") {
     const Ticks now = ticks.GetTickCount();
     REQUIRE(now >= previous);
     previous = now;
+  }
+}
+
+namespace {
+
+// A coarse clock driven by hand: the true time moves by Advance, but the reading is what the last
+// Refresh stored (as the kernel stores the time at each timer interrupt), so it lags the true time
+// by up to the refresh interval the test chooses. It declares the lag bound the test gives it.
+class HandRefreshedTicks final : public ITickProvider {
+ public:
+  HandRefreshedTicks(Ticks start, Ticks lagBound)
+      : m_true(start), m_reading(start), m_lagBound(lagBound) {}
+  Ticks GetTickCount() const override { return m_reading; }
+  Ticks ReadingLagBound() const noexcept override { return m_lagBound; }
+
+  Ticks TrueNow() const noexcept { return m_true; }
+  void Advance(Ticks milliseconds) noexcept { m_true += milliseconds; }
+  void Refresh() noexcept { m_reading = m_true; }
+
+ private:
+  Ticks m_true;
+  Ticks m_reading;
+  Ticks m_lagBound;
+};
+
+}  // namespace
+
+TEST_CASE("the coarse clock's lag bound is its step in whole ms plus the floor and the interrupt",
+          "[ticks]") {
+  CHECK(CoarseTickProvider::LagBoundForStep(1'000'000) == 3);    // HZ 1000
+  CHECK(CoarseTickProvider::LagBoundForStep(4'000'000) == 6);    // HZ 250
+  CHECK(CoarseTickProvider::LagBoundForStep(10'000'000) == 12);  // HZ 100
+  CHECK(CoarseTickProvider::LagBoundForStep(15'625'000) == 18);  // Windows' clock interrupt
+  CHECK(CoarseTickProvider::LagBoundForStep(1) == 3);
+  CHECK(SystemTickProvider::Instance().ReadingLagBound() == 1);
+  CHECK(CoarseTickProvider::Instance().ReadingLagBound() >= 2);
+}
+
+TEST_CASE("the coarse tick provider is monotonic and advances", "[ticks]") {
+  const ITickProvider& ticks = CoarseTickProvider::Instance();
+  const Ticks first = ticks.GetTickCount();
+  Ticks previous = first;
+  // Tolerance: the clock must move within 2 s of wall time, which a step of at most 16 ms does
+  // however loaded the machine is.
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (previous == first && std::chrono::steady_clock::now() < giveUp) {
+    const Ticks now = ticks.GetTickCount();
+    REQUIRE(now >= previous);
+    previous = now;
+  }
+  CHECK(previous > first);
+}
+
+#ifdef __linux__
+// Linux only: there CLOCK_MONOTONIC_COARSE and steady_clock (CLOCK_MONOTONIC) count from the same
+// origin; Windows' GetTickCount64 and QueryPerformanceCounter need not.
+TEST_CASE("the coarse clock's reading is behind the exact clock by less than its lag bound",
+          "[ticks]") {
+  const ITickProvider& coarse = CoarseTickProvider::Instance();
+  const ITickProvider& exact = SystemTickProvider::Instance();
+  // A preemption between the two reads inflates one sample, never shrinks it: the smallest of
+  // many samples is the clock's own lag. Tolerance: none on the bound.
+  Ticks smallestLag = ~Ticks{0};
+  for (int i = 0; i < 1000; ++i) {
+    const Ticks reading = coarse.GetTickCount();
+    const Ticks trueNow = exact.GetTickCount();
+    REQUIRE(reading <= trueNow);
+    smallestLag = std::min(smallestLag, trueNow - reading);
+  }
+  CHECK(smallestLag < coarse.ReadingLagBound());
+}
+#endif
+
+// Every phase of the set against the clock's refresh: the set happens 0, 1, ... step - 1 ms after
+// the last refresh, so its reading is up to step - 1 ms stale. A queue that ignored the lag bound
+// (deadline = reading + timeout) would fire up to step - 1 ms early by the true clock; this test
+// fails then. The lateness the bound costs is checked too: at most bound + g - 1 + the reading's
+// own staleness at dispatch (step - 1).
+TEST_CASE("a deadline from a lagging clock reading never fires early in true time",
+          "[ticks][never-early]") {
+  constexpr Ticks kStep = 6;          // the hand-driven clock refreshes every 6 true ms
+  constexpr Ticks kLagBound = kStep;  // a reading r at true t has t - 6 < r
+  constexpr Milliseconds kTimeout = 40;
+  for (const Milliseconds granularity : {Milliseconds{0}, Milliseconds{1}, Milliseconds{15}}) {
+    for (Ticks phase = 0; phase < kStep; ++phase) {
+      CAPTURE(granularity, phase);
+      HandRefreshedTicks clock(1'000'000'007, kLagBound);
+      std::unique_ptr<IManageTimerQueue> queue;
+      if (granularity == 0) {
+        queue = std::make_unique<TimerQueue>(TimerQueueOptions{}, clock);
+      } else {
+        TimerWheelOptions options;
+        options.granularity = granularity;
+        queue = std::make_unique<TimerWheel>(options, clock);
+      }
+      clock.Advance(phase);  // the reading is now `phase` ms stale
+      const Ticks setAt = clock.TrueNow();
+      RecordingTimer timer(clock);
+      queue->SetOneShotTimer(timer, kTimeout, 7);
+      Ticks sinceRefresh = phase;
+      Ticks firedAt = 0;
+      for (Ticks step = 0; step < 200 && firedAt == 0; ++step) {
+        clock.Advance(1);
+        if (++sinceRefresh == kStep) {
+          clock.Refresh();
+          sinceRefresh = 0;
+        }
+        if (queue->HandleTimeouts() != 0) firedAt = clock.TrueNow();
+      }
+      REQUIRE(firedAt != 0);
+      CHECK(firedAt >= setAt + kTimeout);
+      const Ticks latest =
+          setAt + kTimeout + kLagBound + (granularity == 0 ? 0 : granularity - 1) + (kStep - 1);
+      CHECK(firedAt <= latest);
+    }
   }
 }
 

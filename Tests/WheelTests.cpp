@@ -1,11 +1,13 @@
 // What only the wheel has: rounding to its granularity, no lag, long gaps, option checks.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
 #include "Support/ManualTickProvider.h"
 #include "Support/RecordingTimer.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
+#include "TimerWheel/Detail/Reciprocal.h"
 #include "TimerWheel/TimerWheel.h"
 
 using namespace timerwheel;
@@ -221,4 +223,28 @@ TEST_CASE("wheel options are validated", "[wheel]") {
   CHECK(make(60'000, 15) == 60'000);
   CHECK(make(1, 1) == 1);
   CHECK(TimerWheel(ticks).GetGranularity() == 15);
+}
+
+TEST_CASE("the reciprocal divides rounding up exactly, with no case for a divisor of 1",
+          "[wheel][reciprocal]") {
+  const std::uint64_t kTop = 0xFFFFFFFFu;
+  for (const std::uint64_t divisor :
+       {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{7}, std::uint64_t{15},
+        std::uint64_t{16}, std::uint64_t{1000}, std::uint64_t{65'537}, kTop / 2, kTop}) {
+    CAPTURE(divisor);
+    const timerwheel::detail::Reciprocal reciprocal(static_cast<std::uint32_t>(divisor));
+    const std::uint64_t largest = kTop - (divisor - 1);  // n + d - 1 must fit in 32 bits
+    auto check = [&](std::uint64_t n) {
+      CAPTURE(n);
+      REQUIRE(reciprocal.DivideRoundingUp(static_cast<std::uint32_t>(n)) ==
+              (n + divisor - 1) / divisor);
+    };
+    for (std::uint64_t n = 0; n < 5000 && n <= largest; ++n) check(n);
+    for (std::uint64_t n = largest - (largest < 5000 ? largest : 5000); n <= largest; ++n) check(n);
+    for (std::uint64_t k = 1; k * divisor <= largest && k < 100'000; k = k * 3 + 1) {
+      check(k * divisor - 1);
+      check(k * divisor);
+      check(k * divisor + 1 <= largest ? k * divisor + 1 : largest);
+    }
+  }
 }

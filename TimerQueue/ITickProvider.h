@@ -11,11 +11,14 @@ class ITickProvider {
  public:
   virtual Ticks GetTickCount() const = 0;
 
-  // True if a reading is a finer clock rounded down to whole milliseconds, so that it may be up
-  // to 1 ms behind the true instant. Queues then add one tick to every deadline: a timer set at
-  // true time 10.9 (read as 10) with a 20 ms timeout is due at 31, never at 30.0 (19.1 ms after
-  // the set). False for a clock whose readings are the instants themselves (a manual clock).
-  virtual bool ReadingsAreFloored() const noexcept { return false; }
+  // How far a reading may be behind the true instant, in whole ticks: L such that a reading r
+  // taken at true instant t always has t - L < r <= t. Queues add L to every deadline they compute,
+  // so a timer set at t with timeout d is due at r + d + L > t + d: never early in real time,
+  // at the cost of up to L ms more lateness. 0 for a clock whose readings are the instants
+  // themselves (a manual clock); 1 for a finer clock floored to whole ms (SystemTickProvider:
+  // 10.9 reads as 10); more for a coarse clock that advances in steps (CoarseTickProvider).
+  // Read once, when a queue is constructed; must not change afterwards.
+  virtual Ticks ReadingLagBound() const noexcept { return 0; }
 
   virtual ~ITickProvider() = default;
 };

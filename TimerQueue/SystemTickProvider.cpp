@@ -7,6 +7,8 @@
 
 #ifdef _WIN32
 #include <windows.h>  // WIN32_LEAN_AND_MEAN and NOMINMAX come from the build
+#elif defined(__linux__)
+#include <ctime>  // clock_gettime, clock_getres (POSIX, declared by glibc's <ctime> too)
 #endif
 
 namespace timerwheel {
@@ -19,27 +21,67 @@ Ticks SteadyMilliseconds() noexcept {
       duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
+constexpr std::uint64_t kNanosecondsPerMillisecond = 1'000'000;
+
+#ifdef _WIN32
+// GetTickCount64 advances once per clock interrupt at the system's largest period, 15.625 ms,
+// whatever timeBeginPeriod asks for.
+constexpr std::uint64_t kTickCountStepNanoseconds = 15'625'000;
+#endif
+
+// The step of the coarse clock this platform reads; 0 where it reads steady_clock.
+std::uint64_t CoarseStepNanoseconds() noexcept {
+#ifdef _WIN32
+  return kTickCountStepNanoseconds;
+#elif defined(__linux__)
+  timespec resolution{};
+  if (::clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) != 0) {
+    return 1'000 * kNanosecondsPerMillisecond;  // cannot happen since Linux 2.6.32: be safe
+  }
+  return static_cast<std::uint64_t>(resolution.tv_sec) * 1'000 * kNanosecondsPerMillisecond +
+         static_cast<std::uint64_t>(resolution.tv_nsec);
+#else
+  return 0;
+#endif
+}
+
 }  // namespace
 
 Ticks SystemTickProvider::GetTickCount() const { return SteadyMilliseconds(); }
 
-bool SystemTickProvider::ReadingsAreFloored() const noexcept { return true; }
+Ticks SystemTickProvider::ReadingLagBound() const noexcept { return 1; }
 
 const SystemTickProvider& SystemTickProvider::Instance() noexcept {
   static const SystemTickProvider instance;
   return instance;
 }
 
-Ticks TickCount64Provider::GetTickCount() const {
+CoarseTickProvider::CoarseTickProvider() noexcept {
+  const std::uint64_t step = CoarseStepNanoseconds();
+  m_lagBound = step == 0 ? 1 : LagBoundForStep(step);
+}
+
+Ticks CoarseTickProvider::LagBoundForStep(std::uint64_t stepNanoseconds) noexcept {
+  return (stepNanoseconds + kNanosecondsPerMillisecond - 1) / kNanosecondsPerMillisecond + 2;
+}
+
+Ticks CoarseTickProvider::GetTickCount() const {
 #ifdef _WIN32
   return ::GetTickCount64();
+#elif defined(__linux__)
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);  // cannot fail for a valid clock id
+  return static_cast<Ticks>(now.tv_sec) * 1'000 +
+         static_cast<Ticks>(now.tv_nsec) / kNanosecondsPerMillisecond;
 #else
   return SteadyMilliseconds();
 #endif
 }
 
-const TickCount64Provider& TickCount64Provider::Instance() noexcept {
-  static const TickCount64Provider instance;
+Ticks CoarseTickProvider::ReadingLagBound() const noexcept { return m_lagBound; }
+
+const CoarseTickProvider& CoarseTickProvider::Instance() noexcept {
+  static const CoarseTickProvider instance;
   return instance;
 }
 

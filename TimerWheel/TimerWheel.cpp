@@ -4,7 +4,7 @@ namespace timerwheel {
 
 TimerWheel::TimerWheel(TimerWheelOptions options, const ITickProvider& ticks)
     : BasicTimerQueue(ticks, options.monitor, options.initialCapacity, options.maximumTimeout,
-                      options.granularity, ticks.GetTickCount()) {}
+                      options.granularity, ticks.ReadingLagBound(), ticks.GetTickCount()) {}
 
 TimerWheel::TimerWheel(const ITickProvider& ticks) : TimerWheel(TimerWheelOptions{}, ticks) {}
 

@@ -17,14 +17,15 @@ struct TimerWheelOptions {
   std::size_t initialCapacity = 0;        // timers to make room for up front
 };
 
-// A ring of ceil(M / g) + 1 slots (rounded up to a power of two), each an intrusive FIFO list of
-// timers, with records pooled as in TimerQueue.
+// A ring of ceil((M + L) / g) + 1 slots (rounded up to a power of two; L is the clock's
+// ReadingLagBound), each an intrusive FIFO list of timers, with records pooled as in TimerQueue.
 //
 // Why: a reliable-UDP server keeps retransmit, delayed-ACK, keepalive and idle timers for every
 // connection and re-arms them on almost every packet; here that costs a list unlink and link.
 //
-// Rounding: a timer set at t with timeout d fires at the first multiple of g at or after t + d:
-// never early, at most g - 1 ms late. Timers in one slot fire in the order they were set.
+// Rounding: a timer set at t with timeout d fires at the first multiple of g at or after t + d + L
+// (L the clock's ReadingLagBound: 0 for a manual clock): never early, at most g - 1 + L ms late.
+// Timers in one slot fire in the order they were set.
 // Maximum: any timeout <= M is accepted at any time, even if the wheel has not been dispatched
 // for a long time (no lag); over M throws std::out_of_range and changes nothing.
 // Long gaps: after any gap, the next dispatch fires everything due, in slot order; the catch-up
@@ -40,7 +41,8 @@ struct TimerWheelOptions {
 // deadline, generation, batch count) written when a timer is armed, created or fired.
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
-  // Throws std::invalid_argument for g == 0, M == 0, M + 2g over 2^32 - 1, or more than 2^24 slots.
+  // Throws std::invalid_argument for g == 0, M == 0, M + L + 2g over 2^32 - 1, or more than 2^24
+  // slots.
   explicit TimerWheel(TimerWheelOptions options = {},
                       const ITickProvider& ticks = SystemTickProvider::Instance());
   explicit TimerWheel(const ITickProvider& ticks);

@@ -246,7 +246,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   BasicTimerQueue(const ITickProvider& ticks, ITimerQueueMonitor* monitor,
                   std::size_t initialCapacity, SchedulerArgs&&... schedulerArgs)
       : m_ticks(ticks),
-        m_deadlineMargin(ticks.ReadingsAreFloored() ? 1 : 0),
+        m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
         m_scheduler(m_pool, std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
@@ -269,8 +269,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // Every deadline is computed here: the instant from which a timer set at `now` with `timeout`
-  // may fire. A provider that floors real time to whole ticks (ITickProvider::ReadingsAreFloored)
-  // gets one tick more, so that the timer never fires before `timeout` has passed in real time.
+  // may fire. It adds the provider's lag bound L (ITickProvider::ReadingLagBound): the true instant
+  // of the set is before now + L, so the timer never fires before `timeout` has passed in real
+  // time.
   Ticks DeadlineFor(Ticks now, Milliseconds timeout) const noexcept {
     return now + timeout + m_deadlineMargin;
   }
@@ -323,9 +324,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   const ITickProvider& m_ticks;
-  // 1 for a clock floored to whole ms (a reading of 10 may be 10.9: deadline now + timeout would
-  // be reached up to 1 ms early), else 0. One tick still fits a wheel's ring: the slot is then at
-  // most ceil((M + g) / g) = ceil(M / g) + 1 ahead of the cursor, the ring's minimum size.
+  // The provider's ReadingLagBound: 1 for a clock floored to whole ms (a reading of 10 may be
+  // 10.9: deadline now + timeout would be reached up to 1 ms early), the step and more for a
+  // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
   TimerPool<Node> m_pool;

@@ -15,9 +15,13 @@
 // of line (measured: each call costs the hot path its register saves and restores).
 #if defined(_MSC_VER) && !defined(__clang__)
 #define TIMERWHEEL_ALWAYS_INLINE __forceinline
+#define TIMERWHEEL_NEVER_INLINE __declspec(noinline)
 #else
 #define TIMERWHEEL_ALWAYS_INLINE inline __attribute__((always_inline))
+#define TIMERWHEEL_NEVER_INLINE __attribute__((noinline))
 #endif
+// And for the rare paths the compiler would otherwise inline into them: their register needs then
+// make every call save and restore registers that only the rare path uses.
 
 namespace timerwheel::detail {
 

@@ -1,4 +1,4 @@
-// Division of 32-bit numbers by a divisor fixed at run time, as a multiply and a shift.
+// Division of 32-bit numbers, rounding up, by a divisor fixed at run time: a multiply and a shift.
 #pragma once
 
 #include <cstdint>
@@ -13,31 +13,33 @@ namespace timerwheel::detail {
 using Uint128 = __uint128_t;  // GCC's and Clang's built-in name: no -Wpedantic warning
 #endif
 
-// n / d for every 32-bit n, exactly, by one 64x64->128 multiply: with
-// m = floor((2^64 - 1) / d) + 1, n / d = floor(m * n / 2^64) (Lemire, Kaser and Kurz, "Faster
-// remainder by direct computation", 2019, section 5: exact for all 32-bit n and d). A hardware
-// 32-bit divide costs 20-30 cycles on the wheel's hot path; this is a multiply of 3-4.
+// ceil(n / d) for every 32-bit n and d with n + d - 1 < 2^32, by one 64x64->128 multiply and no
+// branch: with m = floor((2^64 - 1) / d), floor(k / d) = floor(m * (k + 1) / 2^64) for every
+// 32-bit k (write m = (2^64 - e) / d with 1 <= e <= d, k = q * d + s: m * (k + 1) / 2^64 is
+// q + (s + 1) / d - e * (k + 1) / (d * 2^64), and the last term is below 1 / d), so with
+// k = n + d - 1 the multiplier's argument is n + d. The round-up form is what the wheel needs
+// (the first slot boundary at or after a deadline), and d = 1 needs no special case (m = 2^64 - 1
+// fits, where the round-up multiplier floor((2^64 - 1) / d) + 1 would not). A hardware 32-bit
+// divide costs 20-30 cycles on the wheel's hot path; this is a multiply of 3-4.
 class Reciprocal {
  public:
   explicit Reciprocal(std::uint32_t divisor) noexcept
-      : m_multiplier(~std::uint64_t{0} / divisor + 1), m_divisor(divisor) {}
+      : m_multiplier(~std::uint64_t{0} / divisor), m_divisor(divisor) {}
 
-  std::uint32_t Divide(std::uint32_t n) const noexcept {
-    if (m_multiplier == 0) return n;  // d == 1: 2^64 does not fit (a branch that never changes)
+  std::uint32_t DivideRoundingUp(std::uint32_t n) const noexcept {
+    const std::uint64_t successor = std::uint64_t{n} + m_divisor;  // (n + d - 1) + 1
 #if defined(__SIZEOF_INT128__)
-    return static_cast<std::uint32_t>((static_cast<Uint128>(m_multiplier) * n) >> 64);
+    return static_cast<std::uint32_t>((static_cast<Uint128>(m_multiplier) * successor) >> 64);
 #elif defined(_MSC_VER) && !defined(__clang__) && defined(_M_X64)
-    return static_cast<std::uint32_t>(__umulh(m_multiplier, n));
+    return static_cast<std::uint32_t>(__umulh(m_multiplier, successor));
 #else
-    return n / m_divisor;
+    return static_cast<std::uint32_t>((successor - 1) / m_divisor);
 #endif
   }
 
-  std::uint32_t Divisor() const noexcept { return m_divisor; }
-
  private:
-  std::uint64_t m_multiplier;  // floor((2^64 - 1) / d) + 1; 0 for d == 1 (2^64 wrapped)
-  std::uint32_t m_divisor;
+  std::uint64_t m_multiplier;  // floor((2^64 - 1) / d)
+  std::uint64_t m_divisor;     // d, 64-bit so that n + d needs no widening on the hot path
 };
 
 }  // namespace timerwheel::detail

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "TimerQueue/Core/TimerPool.h"  // TIMERWHEEL_ALWAYS_INLINE
+
 #ifdef _MSC_VER
 #include <intrin.h>
 #endif
@@ -33,7 +35,7 @@ class SlotBitmap {
 
   bool Test(std::size_t bit) const noexcept { return (m_level0[bit / 64] >> (bit % 64)) & 1u; }
 
-  void Set(std::size_t bit) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Set(std::size_t bit) noexcept {  // on the set path
     const std::size_t word = bit / 64;
     // Level 1 already has the word's bit unless the word was empty.
     if (m_level0[word] == 0) m_level1[word / 64] |= std::uint64_t{1} << (word % 64);

@@ -20,8 +20,9 @@ namespace timerwheel::detail {
 //
 // The cursor is the last slot number known to be due (floor(now / g) at the last advance). Every
 // scheduled timer is either in the *expired* list (due, waiting for DetachDue; in firing order) or
-// in a slot s with cursor < s <= cursor + N, where N (a power of two >= ceil(M / g) + 1) is the
-// ring size; so a slot's ring index s % N names exactly one s.
+// in a slot s with cursor < s <= cursor + N, where N (a power of two >= ceil((M + L) / g) + 1, L
+// the clock's lag bound that the queue adds to deadlines) is the ring size; so a slot's ring index
+// s % N names exactly one s.
 //
 // No lag: every Schedule first advances the cursor to now, moving slots that became due onto the
 // expired list. So a timeout <= M always fits in the ring, however long ago the last dispatch was,
@@ -49,12 +50,14 @@ class WheelScheduler {
   // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
   static constexpr std::size_t kMaximumSlots = std::size_t{1} << 24;
 
+  // `deadlineMargin` is what the queue adds to every deadline (the clock's ReadingLagBound): a
+  // deadline is at most M + margin after the reading it was computed from, and the ring covers it.
   WheelScheduler(TimerPool<Node>& pool, Milliseconds maximumTimeout, Milliseconds granularity,
-                 Ticks now)
+                 Ticks deadlineMargin, Ticks now)
       : m_pool(pool),
         m_granularity(CheckGranularity(granularity)),
-        m_maximumTimeout(CheckMaximum(maximumTimeout, granularity)),
-        m_slots(RingSize(maximumTimeout, granularity)),
+        m_maximumTimeout(CheckMaximum(maximumTimeout, granularity, deadlineMargin)),
+        m_slots(RingSize(maximumTimeout + deadlineMargin, granularity)),
         m_slotMask(m_slots.size() - 1),
         m_occupied(m_slots.size()),
         m_perSlot(granularity),
@@ -137,17 +140,21 @@ class WheelScheduler {
       throw std::invalid_argument("TimerWheel: granularity must be at least 1 ms");
     return granularity;
   }
-  static Milliseconds CheckMaximum(Milliseconds maximumTimeout, Milliseconds granularity) {
-    // Schedule's 32-bit arithmetic needs M + 2g to fit in 32 bits.
-    if (maximumTimeout == 0 || Ticks{maximumTimeout} + 2 * Ticks{granularity} > kInfinite) {
+  static Milliseconds CheckMaximum(Milliseconds maximumTimeout, Milliseconds granularity,
+                                   Ticks deadlineMargin) {
+    // Schedule's 32-bit arithmetic needs M + margin + 2g to fit in 32 bits.
+    if (maximumTimeout == 0 ||
+        Ticks{maximumTimeout} + deadlineMargin + 2 * Ticks{granularity} > kInfinite) {
       throw std::invalid_argument("TimerWheel: maximum timeout " + std::to_string(maximumTimeout) +
                                   " ms is out of range for granularity " +
-                                  std::to_string(granularity) + " ms");
+                                  std::to_string(granularity) + " ms and a clock lag bound of " +
+                                  std::to_string(deadlineMargin) + " ms");
     }
     return maximumTimeout;
   }
-  static std::size_t RingSize(Milliseconds maximumTimeout, Milliseconds granularity) {
-    const std::size_t needed = (Ticks{maximumTimeout} + granularity - 1) / granularity + 1;
+  // `span` is M + margin: the furthest a deadline can be from the reading it was computed from.
+  static std::size_t RingSize(Ticks span, Milliseconds granularity) {
+    const std::size_t needed = static_cast<std::size_t>((span + granularity - 1) / granularity + 1);
     if (needed > kMaximumSlots) {
       throw std::invalid_argument("TimerWheel: maximum timeout / granularity needs " +
                                   std::to_string(needed) + " slots; the limit is " +
@@ -160,11 +167,12 @@ class WheelScheduler {
 
   // The absolute slot of an exact deadline: ceil(deadline / g), computed from the cursor so the
   // division is 32-bit. Needs the cursor advanced to `now` <= deadline: then deadline >= cursor *
-  // g, and deadline - cursor * g < M + g, so offset + g - 1 fits in 32 bits (CheckMaximum) and the
-  // slot is at most ceil(M / g) + 1 ahead of the cursor: inside the ring.
+  // g, and deadline - cursor * g < M + margin + g, so offset + g - 1 fits in 32 bits
+  // (CheckMaximum) and the slot is at most ceil((M + margin) / g) + 1 ahead of the cursor: inside
+  // the ring.
   Ticks SlotOf(Ticks deadline) const noexcept {
     const auto offset = static_cast<std::uint32_t>(deadline - m_cursorStart);
-    return m_cursor + m_perSlot.Divide(offset + m_granularity - 1);
+    return m_cursor + m_perSlot.DivideRoundingUp(offset);
   }
 
   // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
@@ -207,7 +215,7 @@ class WheelScheduler {
     if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
   }
 
-  void AdvanceCursor(Ticks now) noexcept {
+  TIMERWHEEL_NEVER_INLINE void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
     // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
     const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);

@@ -5,8 +5,8 @@
 // issue 14 (memory and admission attacks) adds its entries to the same list.
 #include "TransportBenchmark/HostileWorkload.h"
 
-#include <boost/asio/ip/udp.hpp>
 #include <algorithm>
+#include <boost/asio/ip/udp.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -36,8 +36,7 @@ class Host final : public detail::IEndpointIo, public ITickProvider {
  public:
   Host(Link& link, unsigned short port, rudp::EndpointOptions options);
   ~Host() { core->Shutdown(); }
-  void SendDatagram(const detail::Address& to, const std::uint8_t* data,
-                    std::size_t size) override;
+  void SendDatagram(const detail::Address& to, const std::uint8_t* data, std::size_t size) override;
   Microseconds Now() const override;
   void Post(detail::Completion handler, detail::EngineError error) override;
   Ticks GetTickCount() const override { return Now() / 1000; }
@@ -79,8 +78,9 @@ class Link {
     due.swap(inFlight);
     for (const Datagram& datagram : due) {
       if (datagram.to == server->address) {
-        if (!hijacked) server->core->OnDatagram(detail::ToAddress(datagram.from),
-                                                datagram.bytes.data(), datagram.bytes.size());
+        if (!hijacked)
+          server->core->OnDatagram(detail::ToAddress(datagram.from), datagram.bytes.data(),
+                                   datagram.bytes.size());
       } else {
         client->core->OnDatagram(detail::ToAddress(datagram.from), datagram.bytes.data(),
                                  datagram.bytes.size());
@@ -127,8 +127,8 @@ class Link {
     static const Bytes payload(64 * 1024, 0x5A);
     clientSide->AbandonReceives();
     for (std::size_t i = 0; i < count; ++i) {
-      serverSide->Send(payload.data(), std::min(size, payload.size()),
-                       [](detail::EngineError) {}, now);
+      serverSide->Send(
+          payload.data(), std::min(size, payload.size()), [](detail::EngineError) {}, now);
     }
     server->core->AfterCall(*serverSide);
   }
@@ -163,8 +163,7 @@ class Link {
     return Packet([&](PacketWriter& w) { w.AppendAck(ranges.data(), ranges.size(), 0); });
   }
   void DeliverToServer(const Bytes& datagram) {
-    server->core->OnDatagram(detail::ToAddress(client->address), datagram.data(),
-                             datagram.size());
+    server->core->OnDatagram(detail::ToAddress(client->address), datagram.data(), datagram.size());
   }
 
   Microseconds now = 1'000'000'000;
@@ -214,7 +213,7 @@ const std::vector<Attack>& Attacks() {
          link.Step();
          link.Hijack();
          const PacketNumber held = *link.serverSent.rbegin();  // never acknowledged
-         for (int i = 0; i < 2500; ++i) {  // under the 3 PTOs that keep it
+         for (int i = 0; i < 2500; ++i) {                      // under the 3 PTOs that keep it
            link.Step();
            const auto ranges = link.SentRanges(held + 1, *link.serverSent.rbegin());
            if (!ranges.empty()) link.DeliverToServer(link.AckPacket(ranges));
@@ -303,8 +302,8 @@ std::vector<HostileRow> RunHostileWorkload(std::size_t datagrams) {
     while (sent < datagrams) {
       // A burst of messages; the client's datagrams of it reach the server as one timed batch.
       for (int i = 0; i < 32; ++i) {
-        fresh.clientSide->Send(message.data(), message.size(), [](detail::EngineError) {},
-                               fresh.now);
+        fresh.clientSide->Send(
+            message.data(), message.size(), [](detail::EngineError) {}, fresh.now);
       }
       fresh.client->core->AfterCall(*fresh.clientSide);
       std::vector<Datagram> due, toServer;
@@ -315,8 +314,7 @@ std::vector<HostileRow> RunHostileWorkload(std::size_t datagrams) {
       fresh.inFlight.reserve(fresh.inFlight.size() + 4 * toServer.size());
       const double before = ThreadCpuSeconds(pthread_self());
       for (const Datagram& d : toServer) {
-        fresh.server->core->OnDatagram(detail::ToAddress(d.from), d.bytes.data(),
-                                       d.bytes.size());
+        fresh.server->core->OnDatagram(detail::ToAddress(d.from), d.bytes.data(), d.bytes.size());
       }
       seconds += ThreadCpuSeconds(pthread_self()) - before;
       ++batches;
@@ -360,15 +358,16 @@ void RunHostileTable(const Settings& settings) {
   const std::size_t datagrams = settings.latencySeconds < 2 ? 200 : 2000;
   const auto rows = RunHostileWorkload(datagrams);
   std::printf("\n## Hostile peer: server CPU per attack datagram (sans-I/O engine)\n\n");
-  std::printf("| Datagram | Bytes | Timed | Server CPU (ns) | x normal | ACK records visited | "
-              "Bound |\n");
+  std::printf(
+      "| Datagram | Bytes | Timed | Server CPU (ns) | x normal | ACK records visited | "
+      "Bound |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
   const std::string csvPath = settings.results + "/hostile.csv";
   std::FILE* csv = std::fopen(csvPath.c_str(), "w");
   if (csv != nullptr) std::fprintf(csv, "attack,bytes,ns_per_datagram,ratio\n");
   for (const HostileRow& row : rows) {
-    const std::size_t bytes = row.attack.rfind("normal", 0) == 0 ? row.bytes / row.datagrams
-                                                                 : row.bytes;
+    const std::size_t bytes =
+        row.attack.rfind("normal", 0) == 0 ? row.bytes / row.datagrams : row.bytes;
     std::printf("| %s | %zu | %zu | %.0f | %.2f | %.1f | %s |\n", row.attack.c_str(), bytes,
                 row.datagrams, row.nsPerDatagram, row.ratio, row.visitsPerDatagram,
                 row.bound.c_str());

@@ -12,11 +12,11 @@ namespace timerwheel::perf {
 
 struct HostileRow {
   std::string attack;
-  std::string bound;         // what holds it
-  std::size_t datagrams = 0;  // attack datagrams delivered
-  std::size_t bytes = 0;      // their bytes
-  double nsPerDatagram = 0;  // server thread CPU per datagram
-  double ratio = 0;          // to a normal datagram's CPU (the first row)
+  std::string bound;             // what holds it
+  std::size_t datagrams = 0;     // attack datagrams delivered
+  std::size_t bytes = 0;         // their bytes
+  double nsPerDatagram = 0;      // server thread CPU per datagram
+  double ratio = 0;              // to a normal datagram's CPU (the first row)
   double visitsPerDatagram = 0;  // sent-packet records ACK processing looked at (attacks only)
 };
 

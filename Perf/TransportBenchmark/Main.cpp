@@ -3,7 +3,8 @@
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
 // Usage: TransportBenchmark [--quick | --full] [--results DIR]
-//                           [--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile]
+//                           [--only latency|bulk|many|hostile|loopback]... [--idle N]...
+//                           [--hostile]
 //                           [--cc bbr|newreno|none]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)

@@ -124,7 +124,14 @@ void ConnectionCore::OnRefusal() {
 
 void ConnectionCore::OnStatelessReset() {
   if (m_phase == Phase::Closed) return;
-  Terminate(EngineError::ConnectionReset);  // a draining connection keeps its end reason
+  // Both sides closed gracefully and ours waits only for the ACK of its CLOSE (sent once all our
+  // data was acknowledged): the peer got that CLOSE and has since forgotten the connection, as it
+  // may after its draining period when that ACK is lost. Nothing was lost, so the graceful reason
+  // stands.
+  const bool onlyOurCloseUnacknowledged =
+      m_peerClosed && (m_ourClose == OurClose::InFlight || m_ourClose == OurClose::ToSend ||
+                       m_ourClose == OurClose::Acknowledged);
+  Terminate(onlyOurCloseUnacknowledged ? m_closeReason : EngineError::ConnectionReset);
 }
 
 void ConnectionCore::StartServer(ConnectionId peerId, const TransportParameters& peer,

@@ -90,7 +90,7 @@ struct EndpointContext {
   static constexpr std::size_t kReceiveChunkSize = 1024;
   ChunkPool receivePool;
   ConnectionIdGenerator connectionIds;
-  ConnectionIdGenerator secrets;  // unpredictable seeds (PacketNumberSkipper), not IDs
+  ConnectionIdGenerator secrets;     // unpredictable seeds (PacketNumberSkipper), not IDs
   StatelessResetTokens resetTokens;  // of our connection IDs, from the endpoint's secret
   EndpointStatistics stats;
   // Scratch space shared by all connections (the engine is never entered twice at once): a datagram

@@ -291,12 +291,15 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // The peer is talking to us: no need for a keepalive of our own, so on a quiet connection
     // only one side's keepalive timer fires.
     RestartKeepaliveTimer(now);
-    // But our liveness needs the peer to acknowledge something of ours, and an ACK-only reply is
-    // acknowledged only in the peer's next packet, a keepalive interval later. So a lone PING
-    // after a quiet spell is answered with ACK + PING, which the peer acknowledges at once. (A
-    // side that has just sent a PING does not answer one: no ping-pong.)
-    const Microseconds quiet = Microseconds{m_context.options.keepaliveInterval} * 1000 / 2;
-    if (summary.onlyPing && now - m_lastAckElicitingSent > quiet) m_pingPending = true;
+    // But our liveness needs the peer to acknowledge an ack-eliciting packet of ours (its ACKs
+    // of our ACK-only packets do not count: a replay could fake them). A side that only
+    // receives, such as the receiver of a one-way stream or the answerer of a lone keepalive
+    // PING, sends nothing else; so when the peer talks to us after we have sent nothing
+    // ack-eliciting for a quiet spell, our reply carries a PING, which the peer acknowledges.
+    // (A side that has just sent one does not answer with another: no ping-pong.)
+    const Microseconds quiet =
+        std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
+    if (now - m_lastAckElicitingSent > quiet) m_pingPending = true;
   }
   return true;
 }

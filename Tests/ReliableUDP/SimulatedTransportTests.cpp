@@ -281,6 +281,36 @@ TEST_CASE("a client that cannot reach a server times out after the handshake tim
   CHECK(client.Statistics().connectionsOpen == 0);
 }
 
+TEST_CASE("a one-way stream outlasting the idle timeout keeps both sides open",
+          "[rudp][sim][liveness]") {
+  // The receiver sends only ACKs, and ACKs of ACK-only packets are no proof of liveness (a replay
+  // could fake them): it must get an ack-eliciting packet of its own acknowledged now and then.
+  SimulatedNetwork network(29);
+  LinkProfile link;
+  link.rate = 50'000;  // 50 KB/s: 400 messages of ~1.5 KB take about 12 idle timeouts
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions options;
+  options.idleTimeout = 1'000;
+  options.keepaliveInterval = 900;
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.idleTimeout = 1'000;
+  serverOptions.keepaliveInterval = 900;
+  ConnectedPair pair(network, options, serverOptions);
+  REQUIRE(pair.connected);
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  const Microseconds start = network.Now();
+  auto stream = std::make_shared<MessageStream>(pair.clientSide, pair.serverSide, 400,
+                                                [](std::uint64_t) { return std::size_t{1500}; });
+  stream->Start();
+  REQUIRE(network.RunFor(120 * kSecond, [&] { return stream->Done(); }));
+  CHECK(network.Now() - start > 5 * kSecond);  // the stream did outlast the idle timeout
+  CHECK(stream->Error() == "");
+  CHECK(stream->Received() == 400);
+  CHECK_FALSE(clientWatch.ended);
+  CHECK_FALSE(serverWatch.ended);
+}
+
 TEST_CASE("when the link fails one way both sides time out within the idle timeout plus one PTO",
           "[rudp][sim][liveness]") {
   const bool serverToClientFails = GENERATE(true, false);

@@ -146,6 +146,12 @@ struct EndpointStatistics {
   std::uint64_t statelessResetsSent = 0;
   std::uint64_t statelessResetsReceived = 0;     // connections ended by a valid Reset
   std::uint64_t statelessRepliesSuppressed = 0;  // refusals and resets not sent (rate, size)
+  // Entries in the per-endpoint tables now (each bounded, shrinking back after a burst): the
+  // connection table's slots (free ones included), the handshake-expiry list (dead entries
+  // included: at most 2 x live handshakes + 64), the admission counts' addresses.
+  std::uint64_t connectionSlots = 0;
+  std::uint64_t handshakeExpiryEntries = 0;
+  std::uint64_t admissionAddresses = 0;
   // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
   std::uint64_t sendSystemCalls = 0;
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams

@@ -11,7 +11,8 @@
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
 //   --only   run just these parts (default: all four)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
-//   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram
+//   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and
+//            each attack over loopback sockets beside a legitimate connection
 //   --cc     ReliableUDP's congestion controllers in the bulk table (repeatable; default all
 //            three: bbr, the default, newreno and none, the known-path profile)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "TransportBenchmark/HostileSocketWorkload.h"
 #include "TransportBenchmark/HostileWorkload.h"
 #include "TransportBenchmark/ManyConnectionsWorkload.h"
 #include "TransportBenchmark/Report.h"
@@ -49,7 +51,10 @@ int main(int argc, char** argv) {
   if (settings.Runs("latency")) RunLatencyTable(settings, losses);
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
   if (settings.Runs("many")) RunManyTable(settings);
-  if (settings.Runs("hostile")) RunHostileTable(settings);
+  if (settings.Runs("hostile")) {
+    RunHostileTable(settings);
+    RunHostileSocketTable(settings);
+  }
   if (settings.Runs("loopback")) RunLoopbackTable(settings);
   return 0;
 }

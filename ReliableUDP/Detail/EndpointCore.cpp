@@ -485,6 +485,10 @@ EndpointStatistics EndpointCore::Statistics() const {
   EndpointStatistics stats = m_context.stats;
   stats.receiveMemoryInUse = m_context.receivePool.BytesInUse();
   stats.receiveMemoryAllocated = m_context.receivePool.BytesAllocated();
+  const TableSizes tables = Tables();
+  stats.connectionSlots = tables.slots;
+  stats.handshakeExpiryEntries = tables.handshakeExpiries;
+  stats.admissionAddresses = tables.admissionAddresses;
   return stats;
 }
 

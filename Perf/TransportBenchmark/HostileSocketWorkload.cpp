@@ -16,6 +16,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -516,6 +517,8 @@ void RunHostileSocketTable(const Settings& settings) {
   const RunResult normalAgain = RunOne(nullptr, seconds);
 
   const double normalCpuPerSecond = normal.serverCpuSeconds / normal.seconds;
+  const double noiseCpuPerSecond =
+      std::abs(normalAgain.serverCpuSeconds / normalAgain.seconds - normalCpuPerSecond);
   const double normalNs = normal.serverCpuSeconds * 1e9 /
                           static_cast<double>(std::max<std::uint64_t>(1, normal.serverDatagrams));
   const double normalP99 = normal.roundTripUs.p99;
@@ -539,19 +542,27 @@ void RunHostileSocketTable(const Settings& settings) {
   auto print = [&](const char* name, const RunResult& r, const char* bound, bool attacked) {
     const std::uint64_t attackDatagrams =
         r.serverDatagrams > r.clientDatagrams ? r.serverDatagrams - r.clientDatagrams : 0;
-    double ns = normalNs;
+    // Unattacked: CPU over the datagrams received. Attacked: what the row's CPU exceeds the
+    // unattacked rate, over the attack's datagrams; when that excess is within the difference
+    // between the two unattacked runs (the noise), only an upper bound is printed ("<=").
+    double ns = r.serverCpuSeconds * 1e9 /
+                static_cast<double>(std::max<std::uint64_t>(1, r.serverDatagrams));
+    bool withinNoise = false;
     if (attacked) {
       const double extra = r.serverCpuSeconds - normalCpuPerSecond * r.seconds;
-      ns = attackDatagrams > 0 ? std::max(0.0, extra) * 1e9 / static_cast<double>(attackDatagrams)
-                               : 0;
+      const double noise = noiseCpuPerSecond * r.seconds;
+      withinNoise = extra <= noise;
+      const double numerator = withinNoise ? std::max(0.0, extra) + noise : extra;
+      ns = attackDatagrams > 0 ? numerator * 1e9 / static_cast<double>(attackDatagrams) : 0;
     }
+    const std::string nsText = (withinNoise ? "<= " : "") + std::to_string(std::lround(ns));
     const double sent = static_cast<double>(r.attackBytesSent) / r.seconds / 1e6;
     const double reflection =
         Ratio(static_cast<double>(r.attackBytesReceived), static_cast<double>(r.attackBytesSent));
     std::printf(
-        "| %s | %.2f | %llu | %.0f | %.0f | %.2f | %.0f | %.2f | %s | %s | %s |\n", name, sent,
+        "| %s | %.2f | %llu | %.0f | %.0f | %.2f | %s | %.2f | %s | %s | %s |\n", name, sent,
         static_cast<unsigned long long>(attacked ? attackDatagrams : r.serverDatagrams),
-        r.roundTripUs.p50, r.roundTripUs.p99, Ratio(r.roundTripUs.p99, normalP99), ns,
+        r.roundTripUs.p50, r.roundTripUs.p99, Ratio(r.roundTripUs.p99, normalP99), nsText.c_str(),
         Ratio(ns, normalNs), attacked ? std::to_string(reflection).substr(0, 5).c_str() : "-",
         attacked ? Counters(r).c_str() : "-", bound);
     if (csv != nullptr) {

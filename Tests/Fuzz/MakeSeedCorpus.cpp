@@ -200,6 +200,9 @@ void PacketDecoderSeeds() {
     Bytes acks;
     for (int i = 0; i < 100; ++i) acks.insert(acks.end(), {0x02, 0x10, 0x00, 0x00, 0x10});
     WriteDatagram("data-redundant-acks", RawData(acks));
+    Bytes oversize(1800, 0x00);  // PADDING: a Data packet over maxDatagramSize
+    oversize.push_back(0x01);
+    WriteDatagram("data-oversize", RawData(oversize));
   }
   WriteDatagram("data-padding", RawData({0x00, 0x00, 0x01, 0x00, 0x04, 0x05, 0x00, 0x00}));
   WriteDatagram("data-non-minimal-varints",
@@ -536,6 +539,20 @@ void ConnectionSeeds() {
     forged.InjectRaw(C, InjectKind::RawChecksum, body(refusal));
     forged.AdvanceMs(500).Close(C).AdvanceMs(2000);
     WriteScript("forged-reset-and-refusal", forged);
+  }
+  // What the socket-level hostile benchmark sends: Data packets larger than maxDatagramSize (to be
+  // dropped before parsing, live connection ID and all), raw oversize junk, and a burst of
+  // replays of one real datagram.
+  {
+    ConnectionScript script(0);
+    script.AutoReceive(S).Send(C, 500).AdvanceTenthsOfMs(5);
+    Bytes padded(1390, 0x00);
+    padded.push_back(0x01);
+    script.InjectData(S, InjectKind::Data, 0, 0, padded);
+    script.InjectRaw(S, InjectKind::Raw, Bytes(1500, 0x14));
+    for (int i = 0; i < 40; ++i) script.Replay(S, 0);
+    script.AdvanceMs(500).Close(C).AdvanceMs(2000);
+    WriteScript("oversize-and-replay-burst", script);
   }
 }
 

@@ -4,7 +4,7 @@
 //
 // Usage: TransportBenchmark [--quick | --full] [--results DIR]
 //                           [--only latency|bulk|many|hostile|loopback]... [--idle N]...
-//                           [--hostile]
+//                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]...
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
@@ -13,6 +13,8 @@
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and
 //            each attack over loopback sockets beside a legitimate connection
+//   --attacker-nice  the hostile part's attacker thread at nice 19 (on a shared machine it then
+//            stands more nearly for a host of its own)
 //   --cc     ReliableUDP's congestion controllers in the bulk table (repeatable; default all
 //            three: bbr, the default, newreno and none, the known-path profile)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>

@@ -32,6 +32,8 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.results = argv[++i];
     } else if (arg == "--hostile") {
       settings.only.push_back("hostile");
+    } else if (arg == "--attacker-nice") {
+      settings.niceAttacker = true;
     } else if (arg == "--cc" && i + 1 < argc) {
       const std::string controller = argv[++i];
       if (controller != "bbr" && controller != "newreno" && controller != "none") {
@@ -45,6 +47,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--results DIR] "
                    "[--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile] "
+                   "[--attacker-nice] "
                    "[--cc bbr|newreno|none]...\n",
                    argv[0]);
       return false;

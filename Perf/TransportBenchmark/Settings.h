@@ -23,6 +23,7 @@ struct Settings {
   std::vector<std::string> controllers;
   std::uint64_t loopbackMegabytes = 200;  // per configuration of the loopback table
   std::vector<std::string> only;          // empty: every part
+  bool niceAttacker = false;  // --attacker-nice: the hostile part's attacker thread at nice 19
   bool Runs(const std::string& part) const {
     return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
   }

@@ -194,7 +194,21 @@ TEST_CASE("a source flooding handshakes is refused past its per-address limit, a
   CHECK(stats.connectionSlots == 8);
   CHECK(stats.admissionAddresses == 1);
 
-  // A client from another address still gets in.
+  // A client from another address still gets in. Under Wine a socket bound to 127.0.0.2 may
+  // still send from 127.0.0.1, the client's address: then there is no other address to test.
+  std::promise<std::shared_ptr<rudp::Connection>> firstAccepted;
+  server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+    firstAccepted.set_value(ec ? nullptr : std::move(c));
+  });
+  auto firstFuture = firstAccepted.get_future();
+  REQUIRE(firstFuture.wait_for(kGenerous) == std::future_status::ready);
+  const auto attackerSide = firstFuture.get();
+  REQUIRE(attackerSide);
+  if (attackerSide->RemoteEndpoint().address() != kOtherLoopback.address()) {
+    WARN("the attacker's datagrams came from " << attackerSide->RemoteEndpoint()
+                                               << ", not 127.0.0.2: second half not run");
+    return;
+  }
   Endpoint client(io.Io(), kAnyLoopback);
   auto sides = ConnectEndpoints(client, server, server.LocalEndpoint(), kGenerous);
   CHECK(sides.first);

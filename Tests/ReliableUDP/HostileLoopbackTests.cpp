@@ -44,6 +44,19 @@ const Udp::endpoint kOtherLoopback(boost::asio::ip::make_address_v4("127.0.0.2")
 namespace detail = rudp::detail;
 using Bytes = std::vector<std::uint8_t>;
 
+// The next connection in `server`'s backlog (null if none within the generous timeout). The
+// promise is shared with the handler, so a late handler is harmless.
+std::shared_ptr<rudp::Connection> AcceptOne(Endpoint& server) {
+  auto accepted = std::make_shared<std::promise<std::shared_ptr<rudp::Connection>>>();
+  auto future = accepted->get_future();
+  server.AsyncAccept(
+      [accepted](boost::system::error_code ec, std::shared_ptr<rudp::Connection> connection) {
+        accepted->set_value(ec ? nullptr : std::move(connection));
+      });
+  if (future.wait_for(kGenerous) != std::future_status::ready) return nullptr;
+  return future.get();
+}
+
 // Returns once `server` has handled everything `peer` sent before (see the file comment), with
 // what else the server sent `peer` meanwhile.
 std::vector<Bytes> Barrier(RawSocketPeer& peer, detail::ConnectionId id) {
@@ -196,13 +209,7 @@ TEST_CASE("a source flooding handshakes is refused past its per-address limit, a
 
   // A client from another address still gets in. Under Wine a socket bound to 127.0.0.2 may
   // still send from 127.0.0.1, the client's address: then there is no other address to test.
-  std::promise<std::shared_ptr<rudp::Connection>> firstAccepted;
-  server.AsyncAccept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
-    firstAccepted.set_value(ec ? nullptr : std::move(c));
-  });
-  auto firstFuture = firstAccepted.get_future();
-  REQUIRE(firstFuture.wait_for(kGenerous) == std::future_status::ready);
-  const auto attackerSide = firstFuture.get();
+  const auto attackerSide = AcceptOne(server);
   REQUIRE(attackerSide);
   if (attackerSide->RemoteEndpoint().address() != kOtherLoopback.address()) {
     WARN("the attacker's datagrams came from " << attackerSide->RemoteEndpoint()
@@ -265,15 +272,9 @@ TEST_CASE("replayed packets over loopback draw at most three times their bytes",
   options.acceptIncoming = true;
   Endpoint server(io.Io(), kAnyLoopback, options);
   RawSocketPeer attacker(kAnyLoopback, server.LocalEndpoint());
-  std::promise<std::shared_ptr<rudp::Connection>> accepted;
-  server.AsyncAccept([&](boost::system::error_code, std::shared_ptr<rudp::Connection> c) {
-    accepted.set_value(std::move(c));
-  });
   const auto serverId = attacker.Connect(0xA77AC4);
   REQUIRE(serverId);
-  auto acceptedFuture = accepted.get_future();
-  REQUIRE(acceptedFuture.wait_for(kGenerous) == std::future_status::ready);
-  const auto connection = acceptedFuture.get();
+  const auto connection = AcceptOne(server);
   REQUIRE(connection);
   const auto before = server.GetStatistics();
   const std::uint64_t sentBefore = attacker.bytesSent;

@@ -3,9 +3,10 @@
 // 127.0.0.1 sending a 64-byte message every 2 ms that the server echoes, and, but for the
 // unattacked rows, a SocketAttacker on 127.0.0.2 in a thread of its own sending one attack paced
 // at 1 MB/s. Server CPU is the server io thread's CPU clock only (pthread_getcpuclockid), so the
-// client's and the attacker's threads are not in it; the attack's share is what the row's
-// server CPU exceeds the unattacked row's at the same duration, over the datagrams the server
-// received beyond the client's.
+// client's and the attacker's threads are not in it (the attacker's own CPU is reported beside
+// it). A row has two phases: the latency window (the round trips' p50/p99), then a CPU phase
+// with the client paused, whose server CPU, less the idle server's, over the datagrams received
+// is the CPU per attack datagram. A control row aims the same sending at a plain UDP reader.
 #include "TransportBenchmark/HostileSocketWorkload.h"
 
 #include <sys/resource.h>

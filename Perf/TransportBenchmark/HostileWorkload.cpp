@@ -1,8 +1,8 @@
 // The hostile part of the transport benchmark: a server and a client engine on an in-memory link
 // with a manual clock; the client's own datagrams can be cut off so that the benchmark speaks for
 // it (same address, the server's connection ID), as an attacker with a script would. Each attack
-// is an entry of kAttacks: a set-up, then a datagram to deliver over and over. The other half of
-// issue 14 (memory and admission attacks) adds its entries to the same list.
+// is an entry of Attacks(): a set-up, then a datagram to deliver over and over. Every attack of
+// issue 14 over real sockets, beside a legitimate connection, is in HostileSocketWorkload.
 #include "TransportBenchmark/HostileWorkload.h"
 
 #include <algorithm>

@@ -25,7 +25,10 @@ class HeapScheduler {
     std::uint32_t heapIndex = kNoIndex;
   };
 
-  explicit HeapScheduler(TimerPool<Node>& pool) : m_pool(pool) {}
+  HeapScheduler() = default;
+
+  TimerPool<Node>& Pool() noexcept { return m_pool; }
+  const TimerPool<Node>& Pool() const noexcept { return m_pool; }
 
   void Reserve(std::size_t records) {
     if (records > m_heap.capacity()) m_heap.reserve(records);
@@ -39,12 +42,16 @@ class HeapScheduler {
 
   Milliseconds MaximumTimeout() const noexcept { return kInfinite - 1; }
 
-  void Schedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+  // Deadlines are exact: nothing to catch up with.
+  static constexpr bool MustAdvance(Ticks) noexcept { return false; }
+  static void AdvanceTo(Ticks) noexcept {}
+
+  void Schedule(std::uint32_t id, Ticks deadline) noexcept {
     m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
     SiftUp(m_heap.size() - 1);
   }
 
-  void Reschedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+  void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_heap[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -147,7 +154,7 @@ class HeapScheduler {
     Place(position, moving);
   }
 
-  TimerPool<Node>& m_pool;
+  TimerPool<Node> m_pool;
   std::vector<Entry> m_heap;
   std::uint64_t m_nextSequence = 0;
 };

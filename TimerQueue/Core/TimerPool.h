@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -134,8 +135,19 @@ class TimerPool {
 
   // The record a handle names, or InvalidTimerHandle if it is null, destroyed or stale.
   TIMERWHEEL_ALWAYS_INLINE std::uint32_t IdOf(TimerHandle handle) const {
+    // The handle arrives in one 64-bit register; GCC spills it to memory to read the members
+    // apart, so on little-endian targets they are read from its bits (index first).
+#if defined(_WIN32) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    static_assert(sizeof(TimerHandle) == sizeof(std::uint64_t));
+    std::uint64_t bits;
+    std::memcpy(&bits, &handle, sizeof bits);
+    const auto id = static_cast<std::uint32_t>(bits);
+    const auto generation = static_cast<std::uint32_t>(bits >> 32);
+#else
     const std::uint32_t id = handle.Index();
-    if (id >= m_size || m_hot[id].key != handle.Generation()) ThrowInvalid(handle);
+    const std::uint32_t generation = handle.Generation();
+#endif
+    if (id >= m_size || m_hot[id].key != generation) ThrowInvalid(handle);
     return id;
   }
 

@@ -24,7 +24,7 @@ namespace timerwheel::detail {
 // the clock's lag bound that the queue adds to deadlines) is the ring size; so a slot's ring index
 // s % N names exactly one s.
 //
-// No lag: every Schedule first advances the cursor to now, moving slots that became due onto the
+// No lag: every Schedule is preceded by an advance of the cursor to now (AdvanceTo), moving slots that became due onto the
 // expired list. So a timeout <= M always fits in the ring, however long ago the last dispatch was,
 // and the move costs O(1) per timer plus one bitmap scan per advance (bounded by one revolution,
 // not by the length of a gap). Each timer is moved at most once.
@@ -52,10 +52,9 @@ class WheelScheduler {
 
   // `deadlineMargin` is what the queue adds to every deadline (the clock's ReadingLagBound): a
   // deadline is at most M + margin after the reading it was computed from, and the ring covers it.
-  WheelScheduler(TimerPool<Node>& pool, Milliseconds maximumTimeout, Milliseconds granularity,
-                 Ticks deadlineMargin, Ticks now)
-      : m_pool(pool),
-        m_granularity(CheckGranularity(granularity)),
+  WheelScheduler(Milliseconds maximumTimeout, Milliseconds granularity, Ticks deadlineMargin,
+                 Ticks now)
+      : m_granularity(CheckGranularity(granularity)),
         m_maximumTimeout(CheckMaximum(maximumTimeout, granularity, deadlineMargin)),
         m_slots(RingSize(maximumTimeout + deadlineMargin, granularity)),
         m_slotMask(m_slots.size() - 1),
@@ -64,6 +63,9 @@ class WheelScheduler {
         m_cursor(now / granularity),
         m_cursorStart(m_cursor * granularity),
         m_nextAdvanceAt(m_cursorStart + granularity) {}
+
+  TimerPool<Node>& Pool() noexcept { return m_pool; }
+  const TimerPool<Node>& Pool() const noexcept { return m_pool; }
 
   void Reserve(std::size_t) noexcept {}  // nothing grows with the number of timers
 
@@ -74,14 +76,20 @@ class WheelScheduler {
   Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
   Milliseconds Granularity() const noexcept { return m_granularity; }
 
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
-    AdvanceTo(now);
+  // Before Schedule and Reschedule (their deadline computed from `now`): moves the slots that
+  // became due onto the expired list. At most once per slot, so the queue calls it out of line.
+  bool MustAdvance(Ticks now) const noexcept { return now >= m_nextAdvanceAt; }
+  TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
+    if (MustAdvance(now)) AdvanceCursor(now);
+  }
+
+  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
-    AdvanceTo(now);  // first: the timer's own slot may just have become due
+  // Advanced first (the timer's own slot may just have become due).
+  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
@@ -211,10 +219,6 @@ class WheelScheduler {
   }
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
-  TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
-    if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
-  }
-
   TIMERWHEEL_NEVER_INLINE void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
     // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
@@ -278,7 +282,7 @@ class WheelScheduler {
     }
   }
 
-  TimerPool<Node>& m_pool;
+  TimerPool<Node> m_pool;
   const Milliseconds m_granularity;
   const Milliseconds m_maximumTimeout;
   std::vector<List> m_slots;  // ring of N slots, N a power of two

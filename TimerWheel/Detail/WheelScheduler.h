@@ -29,9 +29,10 @@ namespace timerwheel::detail {
 // and the move costs O(1) per timer plus one bitmap scan per advance (bounded by one revolution,
 // not by the length of a gap). Each timer is moved at most once.
 //
-// Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the cached earliest slot
-// is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096),
-// which also clears the stale bits of slots emptied by cancels (each such bit is cleared once).
+// Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the slot of a lower bound
+// on the earliest occupied slot is occupied (a link lowers the bound with one compare, an unlink
+// leaves it), otherwise one SlotBitmap search (2 words for N <= 4096) that raises the bound to
+// the earliest slot and clears the stale bits of slots emptied by cancels (each bit once).
 //
 // The hot path, kept short because a server re-arms on almost every packet: the links live in the
 // pool's 16-byte hot records (key, prev, next, list), so validating a handle, testing "pending"
@@ -62,7 +63,8 @@ class WheelScheduler {
         m_perSlot(granularity),
         m_cursor(now / granularity),
         m_cursorStart(m_cursor * granularity),
-        m_nextAdvanceAt(m_cursorStart + granularity) {}
+        m_nextAdvanceAt(m_cursorStart + granularity),
+        m_earliestBound(m_cursor + 1) {}
 
   TimerPool<Node>& Pool() noexcept { return m_pool; }
   const TimerPool<Node>& Pool() const noexcept { return m_pool; }
@@ -104,20 +106,21 @@ class WheelScheduler {
     m_pool.NodeOf(id).list = kNotScheduled;
   }
 
+  // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the
+  // common case: it is then the earliest).
   Ticks NextExpiry() noexcept {
     if (m_expired.head != kNoIndex) return 0;  // due already
-    if (!m_earliestValid) {
-      const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
+    const auto first = static_cast<std::size_t>(m_earliestBound & m_slotMask);
+    if (m_slots[first].head == kNoIndex) {
       // Size() > 0 and the expired list is empty, so some slot is occupied: the loop ends.
       std::size_t found = m_occupied.FindNextCircular(first);
       while (m_slots[found].head == kNoIndex) {  // a stale bit: clear it and look further
         m_occupied.Clear(found);
         found = m_occupied.FindNextCircular(first);
       }
-      m_earliest = m_cursor + 1 + ((found - first) & m_slotMask);
-      m_earliestValid = true;
+      m_earliestBound += (found - first) & m_slotMask;
     }
-    return m_earliest * m_granularity;
+    return m_earliestBound * m_granularity;
   }
 
   template <class OnDue>
@@ -200,7 +203,7 @@ class WheelScheduler {
     // A non-empty slot has its bit set already (bits are cleared lazily, never early).
     if (list.head == kNoIndex) m_occupied.Set(index);
     PushBack(list, id, index);
-    if (m_earliestValid && slot < m_earliest) m_earliest = slot;
+    if (slot < m_earliestBound) m_earliestBound = slot;
   }
 
   // Takes `id` out of its list (leaving `list` stale for the caller to set).
@@ -210,12 +213,9 @@ class WheelScheduler {
       Unlink(m_expired, id);
       return;
     }
-    Unlink(m_slots[list], id);
     // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
-    // cancel then costs an unlink and this compare.
-    if (m_slots[list].head == kNoIndex && m_earliestValid && (m_earliest & m_slotMask) == list) {
-      m_earliestValid = false;
-    }
+    // cancel then costs an unlink only.
+    Unlink(m_slots[list], id);
   }
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
@@ -233,7 +233,7 @@ class WheelScheduler {
     m_cursor = newCursor;
     m_cursorStart = newCursor * m_granularity;
     m_nextAdvanceAt = m_cursorStart + m_granularity;
-    if (m_earliestValid && m_earliest <= newCursor) m_earliestValid = false;
+    if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
   void MoveSlotToExpired(std::uint32_t index) noexcept {
@@ -294,8 +294,10 @@ class WheelScheduler {
   Ticks m_cursorStart;         // m_cursor * g
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired
-  Ticks m_earliest = 0;        // cached absolute number of the earliest occupied slot...
-  bool m_earliestValid = false;  // ...when this is set
+  // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,
+  // not the earliest slot: a link lowers it (a compare), but an unlink that empties its slot
+  // leaves it (nothing to do on cancel); NextExpiry raises it to the earliest occupied slot.
+  Ticks m_earliestBound;
 };
 
 }  // namespace timerwheel::detail

@@ -119,7 +119,11 @@ class BasicTimerQueue : public IManageTimerQueue {
     const bool wasPending = Disarm(id);
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
-    if (Pool()[id].batchRefs == 0) FreeRecord(id);
+    if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
+      FreeRecord(id);
+    } else {
+      ++m_deferredFrees;
+    }
     handle = TimerHandle{};
     if (m_monitor) m_monitor->OnTimerDestroyed(wasPending);
     return wasPending;
@@ -160,11 +164,15 @@ class BasicTimerQueue : public IManageTimerQueue {
       // Reserve up front (amortised doubling) so that detaching can never fail half-way.
       const std::size_t needed = m_batch.size() + m_scheduler.Size();
       if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
-      m_scheduler.DetachDue(Now(), [this](std::uint32_t id) {
+      std::uint64_t entry = m_firstBatchEntry + m_batch.size();  // the number of the next one
+      std::size_t oneShots = 0;  // counted locally: the loop's stores might alias members
+      m_scheduler.DetachDue(Now(), [&](std::uint32_t id) {
         auto& record = Pool()[id];  // the scheduler has marked it not scheduled
+        record.lastBatchEntry = entry++;
+        oneShots += (record.flags & kHandleReleased) != 0;  // End frees them
         m_batch.push_back({id, record.active});
-        ++record.batchRefs;
       });
+      m_deferredFrees += oneShots;
     }
     m_hasLeftovers = false;
     m_dispatching = !m_batch.empty();
@@ -176,29 +184,43 @@ class BasicTimerQueue : public IManageTimerQueue {
       throw std::logic_error(
           "HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
     }
-    std::size_t handled = 0;
-    while (handled < budget && m_batchPosition < m_batch.size()) {
+    // Callbacks may call any ITimerQueue method but not Begin or End, so the batch does not
+    // change while this runs: its entries and count are read once, not after every callback.
+    const BatchEntry* const entries = m_batch.data();
+    const std::size_t start = m_batchPosition;
+    const std::size_t available = m_batch.size() - start;
+    const std::size_t end = start + (budget < available ? budget : available);
+    ITimerQueueMonitor* const monitor = m_monitor;
+    for (std::size_t position = start; position != end;) {
+      const TimerData expired = entries[position].expired;
       // Advance first: if the callback throws, the next call continues after it.
-      const TimerData expired = m_batch[m_batchPosition++].expired;
-      ++handled;
-      if (m_monitor) m_monitor->OnTimerFired();
+      m_batchPosition = ++position;
+      if (monitor) monitor->OnTimerFired();
       expired.timer->OnTimer(expired.userData);
     }
-    return handled;
+    return end - start;
   }
 
   void EndTimeoutHandling() override {
     if (!m_dispatching) {
       throw std::logic_error("EndTimeoutHandling without a matching BeginTimeoutHandling");
     }
-    for (std::size_t i = 0; i < m_batchPosition; ++i) {
-      const std::uint32_t id = m_batch[i].id;
-      auto& record = Pool()[id];
-      if (--record.batchRefs == 0 && (record.flags & kHandleReleased) != 0 &&
-          !m_scheduler.IsScheduled(id)) {
-        FreeRecord(id);
+    // Only released records (destroyed during the dispatch, one-shots) are freed here, once no
+    // entry left in the batch names them; with none, the dispatched entries are not walked again.
+    const std::uint64_t firstLeft = m_firstBatchEntry + m_batchPosition;
+    if (m_deferredFrees != 0) {
+      for (std::size_t i = 0; i < m_batchPosition; ++i) {
+        const std::uint32_t id = m_batch[i].id;
+        const auto& record = Pool()[id];
+        // A record named twice is freed at its last entry; Free clears the flag, so not twice.
+        if ((record.flags & kHandleReleased) != 0 && record.lastBatchEntry < firstLeft &&
+            !m_scheduler.IsScheduled(id)) {
+          FreeRecord(id);
+          --m_deferredFrees;
+        }
       }
     }
+    m_firstBatchEntry = firstLeft;
     // Undispatched expiries stay at the front, so they fire first at the next Begin.
     m_batch.erase(m_batch.begin(), m_batch.begin() + static_cast<std::ptrdiff_t>(m_batchPosition));
     m_batchPosition = 0;
@@ -211,12 +233,25 @@ class BasicTimerQueue : public IManageTimerQueue {
   void CheckInvariants() const {
     std::size_t pending = 0;
     std::vector<std::uint32_t> refs(Pool().Size(), 0);
-    for (const BatchEntry& entry : m_batch) ++refs[entry.id];
+    std::vector<std::uint64_t> lastEntry(Pool().Size(), 0);
+    for (std::size_t i = 0; i < m_batch.size(); ++i) {
+      ++refs[m_batch[i].id];
+      lastEntry[m_batch[i].id] = m_firstBatchEntry + i;
+    }
+    std::size_t deferred = 0;
     for (std::uint32_t id = 0; id < Pool().Size(); ++id) {
       const auto& record = Pool()[id];
-      if (record.batchRefs != refs[id]) {
-        Fail("record " + std::to_string(id) + " has batchRefs " + std::to_string(record.batchRefs) +
-             " but the batch holds " + std::to_string(refs[id]));
+      const bool named = record.lastBatchEntry >= m_firstBatchEntry;
+      if ((record.flags & kAllocated) && (named != (refs[id] != 0) ||
+                                          (named && lastEntry[id] != record.lastBatchEntry))) {
+        Fail("record " + std::to_string(id) + " has last batch entry " +
+             std::to_string(record.lastBatchEntry) + " (the batch starts at " +
+             std::to_string(m_firstBatchEntry) + ") but the batch names it " +
+             std::to_string(refs[id]) + " times, last as " + std::to_string(lastEntry[id]));
+      }
+      if ((record.flags & (kAllocated | kHandleReleased)) == (kAllocated | kHandleReleased) &&
+          refs[id] != 0) {
+        ++deferred;
       }
       const bool handleLive = (record.flags & (kAllocated | kHandleReleased)) == kAllocated;
       if (Pool().HotOf(id).key != (handleLive ? record.generation : kNoHandle)) {
@@ -235,9 +270,13 @@ class BasicTimerQueue : public IManageTimerQueue {
         if (record.active.timer == nullptr)
           Fail("pending record " + std::to_string(id) + " has no timer");
       }
-      if ((record.flags & kHandleReleased) && !isPending && record.batchRefs == 0) {
+      if ((record.flags & kHandleReleased) && !isPending && refs[id] == 0) {
         Fail("released record " + std::to_string(id) + " was not freed");
       }
+    }
+    if (deferred != m_deferredFrees) {
+      Fail(std::to_string(deferred) + " released records wait in the batch but " +
+           std::to_string(m_deferredFrees) + " frees are deferred");
     }
     if (pending != m_scheduler.Size()) {
       Fail(std::to_string(pending) + " pending records but the schedule holds " +
@@ -389,6 +428,10 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
+  // Entries are numbered from 1 in the order Begin adds them, never reused: m_batch[i] is entry
+  // m_firstBatchEntry + i (64 bits: does not wrap).
+  std::uint64_t m_firstBatchEntry = 1;
+  std::size_t m_deferredFrees = 0;  // released records the batch still names: End frees them
   bool m_dispatching = false;       // between a Begin that returned true and End
   bool m_hasLeftovers = false;      // End left undispatched entries: GetNextTimeout says 0
 };

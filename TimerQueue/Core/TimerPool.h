@@ -58,9 +58,12 @@ struct HotRecord {
 struct ColdRecord {
   TimerData active;
   Ticks deadline = 0;            // exact set time + timeout, while pending
+  // Allocated: the sequence number of the last dispatch-batch entry that named the record (0:
+  // none; the queue counts entries from 1, so it knows whether the batch still refers to the
+  // record without a count to keep up on every fired timer). Free: the next free record. One
+  // field for both keeps the record at 40 bytes.
+  std::uint64_t lastBatchEntry = 0;
   std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
-  std::uint32_t batchRefs = 0;   // dispatch-batch entries that still refer to this record
-  std::uint32_t nextFree = kNoIndex;
   std::uint8_t flags = 0;
 };
 
@@ -93,7 +96,7 @@ class TimerPool {
   std::uint32_t Allocate() {
     std::uint32_t id = m_freeHead;
     if (id != kNoIndex) {
-      m_freeHead = m_cold[id].nextFree;
+      m_freeHead = static_cast<std::uint32_t>(m_cold[id].lastBatchEntry);  // the next free one
     } else {
       if (m_size == kNoIndex) throw std::length_error("timer pool is full");
       m_cold.emplace_back();
@@ -107,7 +110,7 @@ class TimerPool {
     }
     ColdRecord& cold = m_cold[id];
     cold.flags = kAllocated;
-    cold.nextFree = kNoIndex;
+    cold.lastBatchEntry = 0;
     m_hot[id].key = cold.generation;
     return id;
   }
@@ -123,13 +126,12 @@ class TimerPool {
     m_hot[id].key = kNoHandle;
     record.flags = 0;
     record.active = {};
-    record.batchRefs = 0;
     // Bump the generation so every copy of the old handle is stale. A slot whose generation has
     // run out is retired (never reused) rather than wrapped: a handle kept from 2^32 reuses ago
     // must not come back to life. That costs one record per 2^32 frees of one slot.
     if (record.generation == kLastGeneration) return;
     ++record.generation;
-    record.nextFree = m_freeHead;
+    record.lastBatchEntry = m_freeHead;  // free: the next free record
     m_freeHead = id;
   }
 

@@ -126,13 +126,20 @@ class WheelScheduler {
   template <class OnDue>
   void DetachDue(Ticks now, OnDue&& onDue) {
     AdvanceTo(now);
-    while (m_expired.head != kNoIndex) {
-      const std::uint32_t id = m_expired.head;
-      Unlink(m_expired, id);
-      m_pool.NodeOf(id).list = kNotScheduled;
-      --m_size;
+    // The whole expired list goes: walk it once and drop it, rather than unlink each timer.
+    // onDue must not touch the schedule (the queue's copies the record's data into its batch).
+    std::uint32_t id = m_expired.head;
+    m_expired = List{};
+    std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
+    while (id != kNoIndex) {
+      Node& node = m_pool.NodeOf(id);
+      const std::uint32_t next = node.next;
+      node.list = kNotScheduled;
+      ++detached;
       onDue(id);
+      id = next;
     }
+    m_size -= detached;
   }
 
   void CheckInvariants() const;

@@ -78,7 +78,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // that the common path jumps over, so it saves and restores no registers.
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    if (m_tickCounter == nullptr) return SetTimerReadingProvider(handle, timer, timeout, userData, setIf);
+    if (m_tickCounter == nullptr)
+      return SetTimerReadingProvider(handle, timer, timeout, userData, setIf);
     return SetTimerAt(handle, timer, timeout, userData, setIf,
                       m_tickCounter->load(std::memory_order_relaxed));
   }
@@ -242,8 +243,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     for (std::uint32_t id = 0; id < Pool().Size(); ++id) {
       const auto& record = Pool()[id];
       const bool named = record.lastBatchEntry >= m_firstBatchEntry;
-      if ((record.flags & kAllocated) && (named != (refs[id] != 0) ||
-                                          (named && lastEntry[id] != record.lastBatchEntry))) {
+      if ((record.flags & kAllocated) &&
+          (named != (refs[id] != 0) || (named && lastEntry[id] != record.lastBatchEntry))) {
         Fail("record " + std::to_string(id) + " has last batch entry " +
              std::to_string(record.lastBatchEntry) + " (the batch starts at " +
              std::to_string(m_firstBatchEntry) + ") but the batch names it " +
@@ -356,7 +357,8 @@ class BasicTimerQueue : public IManageTimerQueue {
                                            UserData userData, SetIf setIf, Ticks now) {
     const std::uint32_t id = Pool().IdOf(handle);
     CheckTimeout(timeout);
-    if (m_scheduler.MustAdvance(now)) return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
+    if (m_scheduler.MustAdvance(now))
+      return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
       Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);

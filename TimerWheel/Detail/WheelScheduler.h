@@ -24,10 +24,10 @@ namespace timerwheel::detail {
 // the clock's lag bound that the queue adds to deadlines) is the ring size; so a slot's ring index
 // s % N names exactly one s.
 //
-// No lag: every Schedule is preceded by an advance of the cursor to now (AdvanceTo), moving slots that became due onto the
-// expired list. So a timeout <= M always fits in the ring, however long ago the last dispatch was,
-// and the move costs O(1) per timer plus one bitmap scan per advance (bounded by one revolution,
-// not by the length of a gap). Each timer is moved at most once.
+// No lag: every Schedule is preceded by an advance of the cursor to now (AdvanceTo), moving slots
+// that became due onto the expired list. So a timeout <= M always fits in the ring, however long
+// ago the last dispatch was, and the move costs O(1) per timer plus one bitmap scan per advance
+// (bounded by one revolution, not by the length of a gap). Each timer is moved at most once.
 //
 // Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the slot of a lower bound
 // on the earliest occupied slot is occupied (a link lowers the bound with one compare, an unlink

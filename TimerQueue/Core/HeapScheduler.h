@@ -46,12 +46,12 @@ class HeapScheduler {
   static constexpr bool MustAdvance(Ticks) noexcept { return false; }
   static void AdvanceTo(Ticks) noexcept {}
 
-  void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
     m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
     SiftUp(m_heap.size() - 1);
   }
 
-  void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_heap[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -66,7 +66,7 @@ class HeapScheduler {
     }
   }
 
-  void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
     const Entry last = m_heap.back();

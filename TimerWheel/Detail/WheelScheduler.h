@@ -207,11 +207,11 @@ class WheelScheduler {
     }
     const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
     List& list = m_slots[index];
-    // A non-empty slot has its bit set already (bits are cleared lazily, never early). The bit
-    // is set after the link, when the list's and the record's addresses no longer need registers.
-    const bool wasEmpty = list.head == kNoIndex;
     PushBack(list, id, index);
-    if (wasEmpty) m_occupied.Set(index);
+    // A non-empty slot has its bit set already (bits are cleared lazily, never early). Tested
+    // after the link, on the record's new `prev` (the old tail, still in a register: the same
+    // test the link made), so no register is kept for it across the link.
+    if (m_pool.NodeOf(id).prev == kNoIndex) m_occupied.Set(index);
     if (slot < m_earliestBound) m_earliestBound = slot;
   }
 

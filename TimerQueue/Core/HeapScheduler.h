@@ -46,9 +46,18 @@ class HeapScheduler {
   static constexpr bool MustAdvance(Ticks) noexcept { return false; }
   static void AdvanceTo(Ticks) noexcept {}
 
+  // The common cases (a new timer no earlier than its parent, a re-armed leaf) touch no other
+  // entry and make no call; the sifts are out of line so that they do not make every set save
+  // and restore the registers they need.
   TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+    const std::size_t position = m_heap.size();
     m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
-    SiftUp(m_heap.size() - 1);
+    // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
+    if (position != 0 && deadline < m_heap[Parent(position)].deadline) {
+      SiftUp(position);
+    } else {
+      m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
+    }
   }
 
   TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
@@ -60,8 +69,8 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      SiftUp(position);
-    } else {
+      if (position != 0 && deadline < m_heap[Parent(position)].deadline) SiftUp(position);
+    } else if (position * kArity + 1 < m_heap.size()) {  // a leaf has nothing to sift past
       SiftDown(position);
     }
   }
@@ -125,7 +134,7 @@ class HeapScheduler {
     m_pool.NodeOf(entry.id).heapIndex = static_cast<std::uint32_t>(position);
   }
 
-  void SiftUp(std::size_t position) noexcept {
+  TIMERWHEEL_NEVER_INLINE void SiftUp(std::size_t position) noexcept {
     const Entry moving = m_heap[position];
     while (position != 0) {
       const std::size_t parent = Parent(position);
@@ -136,7 +145,7 @@ class HeapScheduler {
     Place(position, moving);
   }
 
-  void SiftDown(std::size_t position) noexcept {
+  TIMERWHEEL_NEVER_INLINE void SiftDown(std::size_t position) noexcept {
     const Entry moving = m_heap[position];
     const std::size_t size = m_heap.size();
     for (;;) {

@@ -186,20 +186,24 @@ class BasicTimerQueue : public IManageTimerQueue {
           "HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
     }
     // Callbacks may call any ITimerQueue method but not Begin or End, so the batch does not
-    // change while this runs: its entries and count are read once, not after every callback.
+    // change while this runs: its entries and size are read once, not after every callback. The
+    // position is read again after each one: a callback may itself call HandleTimeout.
+    // (If a callback's own HandleTimeout runs entries of this call's range, this call runs
+    // fewer than `budget`: "up to".)
     const BatchEntry* const entries = m_batch.data();
-    const std::size_t start = m_batchPosition;
-    const std::size_t available = m_batch.size() - start;
-    const std::size_t end = start + (budget < available ? budget : available);
+    const std::size_t available = m_batch.size() - m_batchPosition;
+    const std::size_t end = m_batchPosition + (budget < available ? budget : available);
     ITimerQueueMonitor* const monitor = m_monitor;
-    for (std::size_t position = start; position != end;) {
+    std::size_t handled = 0;
+    for (std::size_t position = m_batchPosition; position < end; position = m_batchPosition) {
       const TimerData expired = entries[position].expired;
       // Advance first: if the callback throws, the next call continues after it.
-      m_batchPosition = ++position;
+      m_batchPosition = position + 1;
+      ++handled;
       if (monitor) monitor->OnTimerFired();
       expired.timer->OnTimer(expired.userData);
     }
-    return end - start;
+    return handled;
   }
 
   void EndTimeoutHandling() override {

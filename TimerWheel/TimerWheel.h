@@ -39,7 +39,7 @@ struct TimerWheelOptions {
 // 4096 slots); nothing allocates in steady state.
 // Memory: 8 bytes per slot plus 56 bytes per timer: a 16-byte hot record (handle key, links,
 // slot) that set, cancel and validation touch, and a 40-byte cold one (callback, user data,
-// deadline, generation, batch count) written when a timer is armed, created or fired.
+// deadline, generation, last batch entry) written when a timer is armed, created or fired.
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
   // Throws std::invalid_argument for g == 0, M == 0, M + L + 2g over 2^32 - 1, or more than 2^24

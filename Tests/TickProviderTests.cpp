@@ -1,6 +1,7 @@
 // The tick providers: the system clocks, the lag bound that keeps a coarse clock never early, and
 // the 32-bit wrap adapter.
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -141,6 +142,77 @@ TEST_CASE("a deadline from a lagging clock reading never fires early in true tim
           setAt + kTimeout + kLagBound + (granularity == 0 ? 0 : granularity - 1) + (kStep - 1);
       CHECK(firedAt <= latest);
     }
+  }
+}
+
+namespace {
+
+// A clock whose reading is a counter in memory, offered to queues through ReadingCounter; it
+// counts calls of GetTickCount, which a queue that reads the counter never makes.
+class CounterTicks final : public ITickProvider {
+ public:
+  explicit CounterTicks(Ticks start) : m_now(start) {}
+  Ticks GetTickCount() const override {
+    ++m_calls;
+    return m_now.load(std::memory_order_relaxed);
+  }
+  const std::atomic<Ticks>* ReadingCounter() const noexcept override { return &m_now; }
+
+  Ticks Now() const noexcept { return m_now.load(std::memory_order_relaxed); }
+  void Advance(Ticks milliseconds) noexcept { m_now.store(Now() + milliseconds); }
+  int Calls() const noexcept { return m_calls; }
+
+ private:
+  std::atomic<Ticks> m_now;
+  mutable int m_calls = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a queue reads a provider's counter instead of GetTickCount and keeps its deadlines",
+          "[ticks]") {
+  for (const Milliseconds granularity : {Milliseconds{0}, Milliseconds{15}}) {
+    CAPTURE(granularity);
+    CounterTicks clock(1'000'000'007);
+    std::unique_ptr<IManageTimerQueue> queue;
+    if (granularity == 0) {
+      queue = std::make_unique<TimerQueue>(TimerQueueOptions{}, clock);
+    } else {
+      TimerWheelOptions options;
+      options.granularity = granularity;
+      queue = std::make_unique<TimerWheel>(options, clock);
+    }
+    const int callsAfterConstruction = clock.Calls();  // a wheel reads the time to start from
+    RecordingTimer timer(clock);
+    TimerHandle handle = queue->CreateTimer();
+    // Set, then re-set after the clock has moved past several slots without a dispatch (the
+    // wheel's cursor advance on the set path), by SetTimer, UpdateTimer and a one-shot.
+    queue->SetTimer(handle, timer, 500, 1);
+    clock.Advance(100);
+    const Ticks setAt = clock.Now();
+    queue->SetTimer(handle, timer, 300, 2);
+    queue->UpdateTimer(handle, timer, 400, 3, ITimerQueue::UpdateIf::NewTimeIsSooner);
+    queue->SetOneShotTimer(timer, 200, 4);
+    CHECK(queue->GetNextTimeout() >= 200);
+    CHECK(queue->GetNextTimeout() <= 200 + granularity);
+    Ticks firedOneShot = 0;
+    Ticks firedTimer = 0;
+    while (firedTimer == 0 && clock.Now() < setAt + 1'000) {
+      clock.Advance(1);
+      queue->HandleTimeouts();
+      for (const auto& firing : timer.Firings()) {
+        if (firing.userData == 4 && firedOneShot == 0) firedOneShot = clock.Now();
+        if (firing.userData == 2) firedTimer = clock.Now();
+      }
+    }
+    CHECK(firedOneShot >= setAt + 200);
+    CHECK(firedOneShot <= setAt + 200 + granularity);
+    CHECK(firedTimer >= setAt + 300);
+    CHECK(firedTimer <= setAt + 300 + granularity);
+    CHECK(timer.Count() == 2);
+    // The recording timer reads the clock once per firing; the queue not at all.
+    CHECK(clock.Calls() == callsAfterConstruction + 2);
+    queue->DestroyTimer(handle);
   }
 }
 

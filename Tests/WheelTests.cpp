@@ -248,3 +248,29 @@ TEST_CASE("the reciprocal divides rounding up exactly, with no case for a diviso
     }
   }
 }
+
+TEST_CASE("a callback that calls HandleTimeout itself runs each expiry once", "[wheel]") {
+  // The dispatch loop keeps its place in a local between callbacks; a nested HandleTimeout moves
+  // the batch's position, which the outer loop must take up again rather than rerun entries.
+  Wheel w(60'000, 15);
+  std::vector<TimerHandle> handles;
+  for (UserData i = 0; i < 4; ++i) {
+    handles.push_back(w.wheel.CreateTimer());
+    w.wheel.SetTimer(handles.back(), w.timer, 100, i);
+  }
+  bool nested = false;
+  w.timer.OnFire([&](UserData userData) {
+    if (userData == 0 && !nested) {
+      nested = true;
+      CHECK(w.wheel.HandleTimeout(2) == 2);  // runs 1 and 2 from inside 0's callback
+    }
+  });
+  w.ticks.SetTime(w.RoundUp(w.ticks.Now() + 100));
+  REQUIRE(w.wheel.BeginTimeoutHandling());
+  const std::size_t handledOutside = w.wheel.HandleTimeout();
+  w.wheel.EndTimeoutHandling();
+  CHECK(handledOutside == 2);  // 0 and 3
+  CHECK(w.timer.UserDataInOrder() == std::vector<UserData>{0, 1, 2, 3});
+  for (TimerHandle& handle : handles) w.wheel.DestroyTimer(handle);
+  w.RequireNoLeak();
+}

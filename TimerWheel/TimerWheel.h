@@ -33,12 +33,13 @@ struct TimerWheelOptions {
 //
 // Thread safety: none; use it from one thread or through a driver. Dispatch follows
 // IManageTimerQueue's Begin/Handle/End contract.
-// Complexity: Create, Set, Update, Cancel, Destroy O(1); GetNextTimeout O(1) while the earliest
-// occupied slot is cached, otherwise a scan of one 64-bit word per 64 slots of level 1 of the
-// occupancy bitmap (a single word for up to 4096 slots); nothing allocates in steady state.
+// Complexity: Create, Set, Update, Cancel, Destroy O(1); GetNextTimeout O(1) while the slot of
+// a kept lower bound on the earliest occupied slot is occupied, otherwise a scan of one 64-bit
+// word per 64 slots of level 1 of the occupancy bitmap and one level-0 word (two words for up to
+// 4096 slots); nothing allocates in steady state.
 // Memory: 8 bytes per slot plus 56 bytes per timer: a 16-byte hot record (handle key, links,
 // slot) that set, cancel and validation touch, and a 40-byte cold one (callback, user data,
-// deadline, generation, batch count) written when a timer is armed, created or fired.
+// deadline, generation, last batch entry) written when a timer is armed, created or fired.
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
   // Throws std::invalid_argument for g == 0, M == 0, M + L + 2g over 2^32 - 1, or more than 2^24

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -17,14 +18,20 @@
 
 namespace timerwheel::detail {
 
-// A Scheduler orders pending records by deadline. It is given the pool and keeps its per-record
-// state in the hot record's `node`. Required members (ids are pool indices):
+// A Scheduler orders pending records by deadline. It owns the record pool (a member, not a
+// reference: the hot path then reaches the records with one load fewer, and the compiler sees
+// that the queue's and the scheduler's accesses are the same) and keeps its per-record state in
+// the hot record's `node`. Required members (ids are pool indices):
 //   using Node = ...;                                   // embedded in each hot record
-//   Scheduler(TimerPool<Node>&, Args...);
+//   Scheduler(Args...);
+//   TimerPool<Node>& Pool() noexcept;                   // and const
 //   void Reserve(std::size_t records);                  // so that Schedule never allocates
 //   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
-//   void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;    // id not scheduled
-//   void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept;  // id scheduled
+//   bool MustAdvance(Ticks now) const noexcept;  // AdvanceTo(now) has work to do
+//   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
+//   void Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
+//   void Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
+//   (deadline computed from a reading `now` the scheduler has been advanced to)
 //   void Unschedule(std::uint32_t id) noexcept;         // id scheduled
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
@@ -53,50 +60,49 @@ class BasicTimerQueue : public IManageTimerQueue {
   // is reported to the monitor as deleted.
   ~BasicTimerQueue() override {
     if (m_monitor)
-      m_pool.ForEachAllocated([this](std::uint32_t, auto&) { m_monitor->OnTimerDeleted(); });
+      Pool().ForEachAllocated([this](std::uint32_t, auto&) { m_monitor->OnTimerDeleted(); });
   }
 
   TimerHandle CreateTimer() override {
     const std::uint32_t id = AllocateRecord();
     if (m_monitor) m_monitor->OnTimerCreated();
-    return m_pool.HandleOf(id);
+    return Pool().HandleOf(id);
   }
 
   bool TimerIsSet(TimerHandle handle) const override {
-    return m_scheduler.IsScheduled(m_pool.IdOf(handle));
+    return m_scheduler.IsScheduled(Pool().IdOf(handle));
   }
 
+  // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
+  // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
+  // that the common path jumps over, so it saves and restores no registers.
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    const std::uint32_t id = m_pool.IdOf(handle);
-    CheckTimeout(timeout);
-    const bool wasPending = m_scheduler.IsScheduled(id);
-    if (!(wasPending && setIf == SetIf::NotSet)) {
-      const Ticks now = m_ticks.GetTickCount();
-      Arm(id, timer, userData, DeadlineFor(now, timeout), now, wasPending);
-    }
-    if (m_monitor) m_monitor->OnTimerSet(wasPending);
-    return wasPending;
+    if (m_tickCounter == nullptr)
+      return SetTimerReadingProvider(handle, timer, timeout, userData, setIf);
+    return SetTimerAt(handle, timer, timeout, userData, setIf,
+                      m_tickCounter->load(std::memory_order_relaxed));
   }
 
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                    UpdateIf updateIf = UpdateIf::Always, bool* wasUpdated = nullptr) override {
-    const std::uint32_t id = m_pool.IdOf(handle);
+    const std::uint32_t id = Pool().IdOf(handle);
     CheckTimeout(timeout);
-    auto& record = m_pool[id];
+    auto& record = Pool()[id];
     const bool wasPending = m_scheduler.IsScheduled(id);
     bool updated = true;
     if (wasPending && updateIf == UpdateIf::AlwaysNoTimeoutChange) {
       record.active = {&timer, userData};  // keeps deadline and firing order
     } else {
-      const Ticks now = m_ticks.GetTickCount();
+      const Ticks now = Now();
+      m_scheduler.AdvanceTo(now);
       const Ticks deadline = DeadlineFor(now, timeout);
       if (wasPending) {
         updated = updateIf == UpdateIf::Always ||
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
                   (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
       }
-      if (updated) Arm(id, timer, userData, deadline, now, wasPending);
+      if (updated) Arm(id, timer, userData, deadline, wasPending);
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
@@ -104,18 +110,21 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   bool CancelTimer(TimerHandle handle) override {
-    const std::uint32_t id = m_pool.IdOf(handle);
+    const std::uint32_t id = Pool().IdOf(handle);
     const bool wasPending = Disarm(id);
-    if (m_monitor) m_monitor->OnTimerCancelled(wasPending);
-    return wasPending;
+    return m_monitor == nullptr ? wasPending : ReportCancelled(wasPending);
   }
 
   bool DestroyTimer(TimerHandle& handle) override {
-    const std::uint32_t id = m_pool.IdOf(handle);
+    const std::uint32_t id = Pool().IdOf(handle);
     const bool wasPending = Disarm(id);
-    m_pool.Release(id);
+    Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
-    if (m_pool[id].batchRefs == 0) FreeRecord(id);
+    if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
+      FreeRecord(id);
+    } else {
+      ++m_deferredFrees;
+    }
     handle = TimerHandle{};
     if (m_monitor) m_monitor->OnTimerDestroyed(wasPending);
     return wasPending;
@@ -124,9 +133,10 @@ class BasicTimerQueue : public IManageTimerQueue {
   void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override {
     CheckTimeout(timeout);
     const std::uint32_t id = AllocateRecord();
-    m_pool.Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
-    const Ticks now = m_ticks.GetTickCount();
-    Arm(id, timer, userData, DeadlineFor(now, timeout), now, /*wasPending=*/false);
+    Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
+    const Ticks now = Now();
+    m_scheduler.AdvanceTo(now);
+    Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false);
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -136,7 +146,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     const Ticks next = GetNextExpiry();
     if (next == kNoExpiry) return kInfinite;
     if (next == 0) return 0;
-    const Ticks now = m_ticks.GetTickCount();
+    const Ticks now = Now();
     if (next <= now) return 0;
     return static_cast<Milliseconds>(std::min<Ticks>(next - now, kInfinite - 1));
   }
@@ -155,11 +165,15 @@ class BasicTimerQueue : public IManageTimerQueue {
       // Reserve up front (amortised doubling) so that detaching can never fail half-way.
       const std::size_t needed = m_batch.size() + m_scheduler.Size();
       if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
-      m_scheduler.DetachDue(m_ticks.GetTickCount(), [this](std::uint32_t id) {
-        auto& record = m_pool[id];  // the scheduler has marked it not scheduled
+      std::uint64_t entry = m_firstBatchEntry + m_batch.size();  // the number of the next one
+      std::size_t oneShots = 0;  // counted locally: the loop's stores might alias members
+      m_scheduler.DetachDue(Now(), [&](std::uint32_t id) {
+        auto& record = Pool()[id];  // the scheduler has marked it not scheduled
+        record.lastBatchEntry = entry++;
+        oneShots += (record.flags & kHandleReleased) != 0;  // End frees them
         m_batch.push_back({id, record.active});
-        ++record.batchRefs;
       });
+      m_deferredFrees += oneShots;
     }
     m_hasLeftovers = false;
     m_dispatching = !m_batch.empty();
@@ -171,12 +185,22 @@ class BasicTimerQueue : public IManageTimerQueue {
       throw std::logic_error(
           "HandleTimeout called outside BeginTimeoutHandling/EndTimeoutHandling");
     }
+    // Callbacks may call any ITimerQueue method but not Begin or End, so the batch does not
+    // change while this runs: its entries and size are read once, not after every callback. The
+    // position is read again after each one: a callback may itself call HandleTimeout.
+    // (If a callback's own HandleTimeout runs entries of this call's range, this call runs
+    // fewer than `budget`: "up to".)
+    const BatchEntry* const entries = m_batch.data();
+    const std::size_t available = m_batch.size() - m_batchPosition;
+    const std::size_t end = m_batchPosition + (budget < available ? budget : available);
+    ITimerQueueMonitor* const monitor = m_monitor;
     std::size_t handled = 0;
-    while (handled < budget && m_batchPosition < m_batch.size()) {
+    for (std::size_t position = m_batchPosition; position < end; position = m_batchPosition) {
+      const TimerData expired = entries[position].expired;
       // Advance first: if the callback throws, the next call continues after it.
-      const TimerData expired = m_batch[m_batchPosition++].expired;
+      m_batchPosition = position + 1;
       ++handled;
-      if (m_monitor) m_monitor->OnTimerFired();
+      if (monitor) monitor->OnTimerFired();
       expired.timer->OnTimer(expired.userData);
     }
     return handled;
@@ -186,14 +210,22 @@ class BasicTimerQueue : public IManageTimerQueue {
     if (!m_dispatching) {
       throw std::logic_error("EndTimeoutHandling without a matching BeginTimeoutHandling");
     }
-    for (std::size_t i = 0; i < m_batchPosition; ++i) {
-      const std::uint32_t id = m_batch[i].id;
-      auto& record = m_pool[id];
-      if (--record.batchRefs == 0 && (record.flags & kHandleReleased) != 0 &&
-          !m_scheduler.IsScheduled(id)) {
-        FreeRecord(id);
+    // Only released records (destroyed during the dispatch, one-shots) are freed here, once no
+    // entry left in the batch names them; with none, the dispatched entries are not walked again.
+    const std::uint64_t firstLeft = m_firstBatchEntry + m_batchPosition;
+    if (m_deferredFrees != 0) {
+      for (std::size_t i = 0; i < m_batchPosition; ++i) {
+        const std::uint32_t id = m_batch[i].id;
+        const auto& record = Pool()[id];
+        // A record named twice is freed at its last entry; Free clears the flag, so not twice.
+        if ((record.flags & kHandleReleased) != 0 && record.lastBatchEntry < firstLeft &&
+            !m_scheduler.IsScheduled(id)) {
+          FreeRecord(id);
+          --m_deferredFrees;
+        }
       }
     }
+    m_firstBatchEntry = firstLeft;
     // Undispatched expiries stay at the front, so they fire first at the next Begin.
     m_batch.erase(m_batch.begin(), m_batch.begin() + static_cast<std::ptrdiff_t>(m_batchPosition));
     m_batchPosition = 0;
@@ -205,17 +237,30 @@ class BasicTimerQueue : public IManageTimerQueue {
   // std::logic_error naming the values involved.
   void CheckInvariants() const {
     std::size_t pending = 0;
-    std::vector<std::uint32_t> refs(m_pool.Size(), 0);
-    for (const BatchEntry& entry : m_batch) ++refs[entry.id];
-    for (std::uint32_t id = 0; id < m_pool.Size(); ++id) {
-      const auto& record = m_pool[id];
-      if (record.batchRefs != refs[id]) {
-        Fail("record " + std::to_string(id) + " has batchRefs " + std::to_string(record.batchRefs) +
-             " but the batch holds " + std::to_string(refs[id]));
+    std::vector<std::uint32_t> refs(Pool().Size(), 0);
+    std::vector<std::uint64_t> lastEntry(Pool().Size(), 0);
+    for (std::size_t i = 0; i < m_batch.size(); ++i) {
+      ++refs[m_batch[i].id];
+      lastEntry[m_batch[i].id] = m_firstBatchEntry + i;
+    }
+    std::size_t deferred = 0;
+    for (std::uint32_t id = 0; id < Pool().Size(); ++id) {
+      const auto& record = Pool()[id];
+      const bool named = record.lastBatchEntry >= m_firstBatchEntry;
+      if ((record.flags & kAllocated) &&
+          (named != (refs[id] != 0) || (named && lastEntry[id] != record.lastBatchEntry))) {
+        Fail("record " + std::to_string(id) + " has last batch entry " +
+             std::to_string(record.lastBatchEntry) + " (the batch starts at " +
+             std::to_string(m_firstBatchEntry) + ") but the batch names it " +
+             std::to_string(refs[id]) + " times, last as " + std::to_string(lastEntry[id]));
+      }
+      if ((record.flags & (kAllocated | kHandleReleased)) == (kAllocated | kHandleReleased) &&
+          refs[id] != 0) {
+        ++deferred;
       }
       const bool handleLive = (record.flags & (kAllocated | kHandleReleased)) == kAllocated;
-      if (m_pool.HotOf(id).key != (handleLive ? record.generation : kNoHandle)) {
-        Fail("record " + std::to_string(id) + " has key " + std::to_string(m_pool.HotOf(id).key) +
+      if (Pool().HotOf(id).key != (handleLive ? record.generation : kNoHandle)) {
+        Fail("record " + std::to_string(id) + " has key " + std::to_string(Pool().HotOf(id).key) +
              " with generation " + std::to_string(record.generation) + " and flags " +
              std::to_string(record.flags));
       }
@@ -230,9 +275,13 @@ class BasicTimerQueue : public IManageTimerQueue {
         if (record.active.timer == nullptr)
           Fail("pending record " + std::to_string(id) + " has no timer");
       }
-      if ((record.flags & kHandleReleased) && !isPending && record.batchRefs == 0) {
+      if ((record.flags & kHandleReleased) && !isPending && refs[id] == 0) {
         Fail("released record " + std::to_string(id) + " was not freed");
       }
+    }
+    if (deferred != m_deferredFrees) {
+      Fail(std::to_string(deferred) + " released records wait in the batch but " +
+           std::to_string(m_deferredFrees) + " frees are deferred");
     }
     if (pending != m_scheduler.Size()) {
       Fail(std::to_string(pending) + " pending records but the schedule holds " +
@@ -246,17 +295,22 @@ class BasicTimerQueue : public IManageTimerQueue {
   BasicTimerQueue(const ITickProvider& ticks, ITimerQueueMonitor* monitor,
                   std::size_t initialCapacity, SchedulerArgs&&... schedulerArgs)
       : m_ticks(ticks),
+        m_tickCounter(ticks.ReadingCounter()),
         m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
-        m_scheduler(m_pool, std::forward<SchedulerArgs>(schedulerArgs)...) {
+        m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
-      m_pool.Reserve(initialCapacity);
-      m_scheduler.Reserve(m_pool.Capacity());
+      Pool().Reserve(initialCapacity);
+      m_scheduler.Reserve(Pool().Capacity());
       m_batch.reserve(initialCapacity);
     }
   }
 
   const Scheduler& GetScheduler() const noexcept { return m_scheduler; }
+
+ private:
+  TimerPool<Node>& Pool() noexcept { return m_scheduler.Pool(); }
+  const TimerPool<Node>& Pool() const noexcept { return m_scheduler.Pool(); }
 
  private:
   struct BatchEntry {
@@ -288,25 +342,71 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   std::uint32_t AllocateRecord() {
-    const std::uint32_t id = m_pool.Allocate();
+    const std::uint32_t id = Pool().Allocate();
     try {
-      m_scheduler.Reserve(m_pool.Capacity());  // no-op unless the pool just grew
+      m_scheduler.Reserve(Pool().Capacity());  // no-op unless the pool just grew
     } catch (...) {
-      m_pool.Free(id);
+      Pool().Free(id);
       throw;
     }
     return id;
   }
 
+  Ticks Now() const {
+    return m_tickCounter != nullptr ? m_tickCounter->load(std::memory_order_relaxed)
+                                    : m_ticks.GetTickCount();
+  }
+
+  TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
+                                           UserData userData, SetIf setIf, Ticks now) {
+    const std::uint32_t id = Pool().IdOf(handle);
+    CheckTimeout(timeout);
+    if (m_scheduler.MustAdvance(now))
+      return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
+    const bool wasPending = m_scheduler.IsScheduled(id);
+    if (!(wasPending && setIf == SetIf::NotSet)) {
+      Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
+    }
+    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+  }
+
+  TIMERWHEEL_NEVER_INLINE bool SetTimerReadingProvider(TimerHandle handle, ITimer& timer,
+                                                       Milliseconds timeout, UserData userData,
+                                                       SetIf setIf) {
+    return SetTimerAt(handle, timer, timeout, userData, setIf, m_ticks.GetTickCount());
+  }
+
+  // Validated already; advancing first cannot fail and changes nothing a caller can observe. It
+  // reads the clock again (at most once per slot) rather than take `now` as a seventh argument,
+  // which would go on the stack and turn the caller's jump here into a call.
+  TIMERWHEEL_NEVER_INLINE bool SetTimerAfterAdvance(TimerHandle handle, ITimer& timer,
+                                                    Milliseconds timeout, UserData userData,
+                                                    SetIf setIf) {
+    const Ticks now = Now();
+    m_scheduler.AdvanceTo(now);
+    return SetTimerAt(handle, timer, timeout, userData, setIf, now);
+  }
+
+  // Monitor reports out of line and returning the result, so the caller tail-calls them.
+  TIMERWHEEL_NEVER_INLINE bool ReportSet(bool wasPending) {
+    m_monitor->OnTimerSet(wasPending);
+    return wasPending;
+  }
+  TIMERWHEEL_NEVER_INLINE bool ReportCancelled(bool wasPending) {
+    m_monitor->OnTimerCancelled(wasPending);
+    return wasPending;
+  }
+
+  // The scheduler has been advanced to the time `deadline` was computed from.
   TIMERWHEEL_ALWAYS_INLINE void Arm(std::uint32_t id, ITimer& timer, UserData userData,
-                                    Ticks deadline, Ticks now, bool wasPending) noexcept {
-    auto& record = m_pool[id];
+                                    Ticks deadline, bool wasPending) noexcept {
+    auto& record = Pool()[id];
     record.active = {&timer, userData};
     record.deadline = deadline;
     if (wasPending) {
-      m_scheduler.Reschedule(id, deadline, now);
+      m_scheduler.Reschedule(id, deadline);
     } else {
-      m_scheduler.Schedule(id, deadline, now);
+      m_scheduler.Schedule(id, deadline);
     }
   }
 
@@ -319,21 +419,25 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   void FreeRecord(std::uint32_t id) noexcept {
-    m_pool.Free(id);
+    Pool().Free(id);
     if (m_monitor) m_monitor->OnTimerDeleted();
   }
 
   const ITickProvider& m_ticks;
+  const std::atomic<Ticks>* const m_tickCounter;  // the provider's ReadingCounter, or null
   // The provider's ReadingLagBound: 1 for a clock floored to whole ms (a reading of 10 may be
   // 10.9: deadline now + timeout would be reached up to 1 ms early), the step and more for a
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  TimerPool<Node> m_pool;
-  Scheduler m_scheduler;  // after m_pool: it keeps a reference to it
+  Scheduler m_scheduler;  // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
+  // Entries are numbered from 1 in the order Begin adds them, never reused: m_batch[i] is entry
+  // m_firstBatchEntry + i (64 bits: does not wrap).
+  std::uint64_t m_firstBatchEntry = 1;
+  std::size_t m_deferredFrees = 0;  // released records the batch still names: End frees them
   bool m_dispatching = false;       // between a Begin that returned true and End
   bool m_hasLeftovers = false;      // End left undispatched entries: GetNextTimeout says 0
 };

@@ -25,7 +25,10 @@ class HeapScheduler {
     std::uint32_t heapIndex = kNoIndex;
   };
 
-  explicit HeapScheduler(TimerPool<Node>& pool) : m_pool(pool) {}
+  HeapScheduler() = default;
+
+  TimerPool<Node>& Pool() noexcept { return m_pool; }
+  const TimerPool<Node>& Pool() const noexcept { return m_pool; }
 
   void Reserve(std::size_t records) {
     if (records > m_heap.capacity()) m_heap.reserve(records);
@@ -39,12 +42,25 @@ class HeapScheduler {
 
   Milliseconds MaximumTimeout() const noexcept { return kInfinite - 1; }
 
-  void Schedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+  // Deadlines are exact: nothing to catch up with.
+  static constexpr bool MustAdvance(Ticks) noexcept { return false; }
+  static void AdvanceTo(Ticks) noexcept {}
+
+  // The common cases (a new timer no earlier than its parent, a re-armed leaf) touch no other
+  // entry and make no call; the sifts are out of line so that they do not make every set save
+  // and restore the registers they need.
+  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+    const std::size_t position = m_heap.size();
     m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
-    SiftUp(m_heap.size() - 1);
+    // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
+    if (position != 0 && deadline < m_heap[Parent(position)].deadline) {
+      SiftUp(position);
+    } else {
+      m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
+    }
   }
 
-  void Reschedule(std::uint32_t id, Ticks deadline, Ticks /*now*/) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_heap[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -53,13 +69,13 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      SiftUp(position);
-    } else {
+      if (position != 0 && deadline < m_heap[Parent(position)].deadline) SiftUp(position);
+    } else if (position * kArity + 1 < m_heap.size()) {  // a leaf has nothing to sift past
       SiftDown(position);
     }
   }
 
-  void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
     const Entry last = m_heap.back();
@@ -118,7 +134,7 @@ class HeapScheduler {
     m_pool.NodeOf(entry.id).heapIndex = static_cast<std::uint32_t>(position);
   }
 
-  void SiftUp(std::size_t position) noexcept {
+  TIMERWHEEL_NEVER_INLINE void SiftUp(std::size_t position) noexcept {
     const Entry moving = m_heap[position];
     while (position != 0) {
       const std::size_t parent = Parent(position);
@@ -129,7 +145,7 @@ class HeapScheduler {
     Place(position, moving);
   }
 
-  void SiftDown(std::size_t position) noexcept {
+  TIMERWHEEL_NEVER_INLINE void SiftDown(std::size_t position) noexcept {
     const Entry moving = m_heap[position];
     const std::size_t size = m_heap.size();
     for (;;) {
@@ -147,7 +163,7 @@ class HeapScheduler {
     Place(position, moving);
   }
 
-  TimerPool<Node>& m_pool;
+  TimerPool<Node> m_pool;
   std::vector<Entry> m_heap;
   std::uint64_t m_nextSequence = 0;
 };

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -56,10 +57,13 @@ struct HotRecord {
 // The part touched only when a timer is armed, fired, created or freed.
 struct ColdRecord {
   TimerData active;
-  Ticks deadline = 0;            // exact set time + timeout, while pending
+  Ticks deadline = 0;  // exact set time + timeout, while pending
+  // Allocated: the sequence number of the last dispatch-batch entry that named the record (0:
+  // none; the queue counts entries from 1, so it knows whether the batch still refers to the
+  // record without a count to keep up on every fired timer). Free: the next free record. One
+  // field for both keeps the record at 40 bytes.
+  std::uint64_t lastBatchEntry = 0;
   std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
-  std::uint32_t batchRefs = 0;   // dispatch-batch entries that still refer to this record
-  std::uint32_t nextFree = kNoIndex;
   std::uint8_t flags = 0;
 };
 
@@ -92,7 +96,7 @@ class TimerPool {
   std::uint32_t Allocate() {
     std::uint32_t id = m_freeHead;
     if (id != kNoIndex) {
-      m_freeHead = m_cold[id].nextFree;
+      m_freeHead = static_cast<std::uint32_t>(m_cold[id].lastBatchEntry);  // the next free one
     } else {
       if (m_size == kNoIndex) throw std::length_error("timer pool is full");
       m_cold.emplace_back();
@@ -106,7 +110,7 @@ class TimerPool {
     }
     ColdRecord& cold = m_cold[id];
     cold.flags = kAllocated;
-    cold.nextFree = kNoIndex;
+    cold.lastBatchEntry = 0;
     m_hot[id].key = cold.generation;
     return id;
   }
@@ -122,20 +126,30 @@ class TimerPool {
     m_hot[id].key = kNoHandle;
     record.flags = 0;
     record.active = {};
-    record.batchRefs = 0;
     // Bump the generation so every copy of the old handle is stale. A slot whose generation has
     // run out is retired (never reused) rather than wrapped: a handle kept from 2^32 reuses ago
     // must not come back to life. That costs one record per 2^32 frees of one slot.
     if (record.generation == kLastGeneration) return;
     ++record.generation;
-    record.nextFree = m_freeHead;
+    record.lastBatchEntry = m_freeHead;  // free: the next free record
     m_freeHead = id;
   }
 
   // The record a handle names, or InvalidTimerHandle if it is null, destroyed or stale.
   TIMERWHEEL_ALWAYS_INLINE std::uint32_t IdOf(TimerHandle handle) const {
+    // The handle arrives in one 64-bit register; GCC spills it to memory to read the members
+    // apart, so on little-endian targets they are read from its bits (index first).
+#if defined(_WIN32) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    static_assert(sizeof(TimerHandle) == sizeof(std::uint64_t));
+    std::uint64_t bits;
+    std::memcpy(&bits, &handle, sizeof bits);
+    const auto id = static_cast<std::uint32_t>(bits);
+    const auto generation = static_cast<std::uint32_t>(bits >> 32);
+#else
     const std::uint32_t id = handle.Index();
-    if (id >= m_size || m_hot[id].key != handle.Generation()) ThrowInvalid(handle);
+    const std::uint32_t generation = handle.Generation();
+#endif
+    if (id >= m_size || m_hot[id].key != generation) ThrowInvalid(handle);
     return id;
   }
 

@@ -11,8 +11,6 @@ namespace {
 void WheelScheduler::CheckInvariants() const {
   std::size_t inSlots = 0;
   std::size_t expired = 0;
-  Ticks earliest = 0;
-  bool anyInSlots = false;
   auto walk = [&](const List& list, std::uint32_t listId, auto&& checkSlot) {
     std::uint32_t previous = kNoIndex;
     std::size_t count = 0;
@@ -40,13 +38,12 @@ void WheelScheduler::CheckInvariants() const {
   });
   for (std::uint32_t index = 0; index < m_slots.size(); ++index) {
     const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
-      if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index) {
+      if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index ||
+          slot < m_earliestBound) {
         Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
              " is in ring index " + std::to_string(index) + " (cursor " + std::to_string(m_cursor) +
-             ")");
+             ", earliest-slot bound " + std::to_string(m_earliestBound) + ")");
       }
-      if (!anyInSlots || slot < earliest) earliest = slot;
-      anyInSlots = true;
     });
     if (count != 0 && !m_occupied.Test(index)) {
       Fail("occupied slot " + std::to_string(index) + " has no occupancy bit");
@@ -57,10 +54,7 @@ void WheelScheduler::CheckInvariants() const {
     Fail("counts: " + std::to_string(inSlots) + " in slots and " + std::to_string(expired) +
          " expired, but m_size " + std::to_string(m_size));
   }
-  if (m_earliestValid && (!anyInSlots || earliest != m_earliest)) {
-    Fail("cached earliest slot " + std::to_string(m_earliest) + " but the earliest is " +
-         std::to_string(earliest));
-  }
+  if (m_earliestBound <= m_cursor) Fail("the earliest-slot bound is not after the cursor");
   if (m_cursorStart != m_cursor * m_granularity || m_nextAdvanceAt != m_cursorStart + m_granularity)
     Fail("cursor start or next advance time is stale");
 }

@@ -24,14 +24,15 @@ namespace timerwheel::detail {
 // the clock's lag bound that the queue adds to deadlines) is the ring size; so a slot's ring index
 // s % N names exactly one s.
 //
-// No lag: every Schedule first advances the cursor to now, moving slots that became due onto the
-// expired list. So a timeout <= M always fits in the ring, however long ago the last dispatch was,
-// and the move costs O(1) per timer plus one bitmap scan per advance (bounded by one revolution,
-// not by the length of a gap). Each timer is moved at most once.
+// No lag: every Schedule is preceded by an advance of the cursor to now (AdvanceTo), moving slots
+// that became due onto the expired list. So a timeout <= M always fits in the ring, however long
+// ago the last dispatch was, and the move costs O(1) per timer plus one bitmap scan per advance
+// (bounded by one revolution, not by the length of a gap). Each timer is moved at most once.
 //
-// Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the cached earliest slot
-// is valid; after that slot is emptied or passed, one SlotBitmap search (1 word for N <= 4096),
-// which also clears the stale bits of slots emptied by cancels (each such bit is cleared once).
+// Costs: Schedule, Reschedule and Unschedule O(1). NextExpiry O(1) while the slot of a lower bound
+// on the earliest occupied slot is occupied (a link lowers the bound with one compare, an unlink
+// leaves it), otherwise one SlotBitmap search (2 words for N <= 4096) that raises the bound to
+// the earliest slot and clears the stale bits of slots emptied by cancels (each bit once).
 //
 // The hot path, kept short because a server re-arms on almost every packet: the links live in the
 // pool's 16-byte hot records (key, prev, next, list), so validating a handle, testing "pending"
@@ -52,10 +53,9 @@ class WheelScheduler {
 
   // `deadlineMargin` is what the queue adds to every deadline (the clock's ReadingLagBound): a
   // deadline is at most M + margin after the reading it was computed from, and the ring covers it.
-  WheelScheduler(TimerPool<Node>& pool, Milliseconds maximumTimeout, Milliseconds granularity,
-                 Ticks deadlineMargin, Ticks now)
-      : m_pool(pool),
-        m_granularity(CheckGranularity(granularity)),
+  WheelScheduler(Milliseconds maximumTimeout, Milliseconds granularity, Ticks deadlineMargin,
+                 Ticks now)
+      : m_granularity(CheckGranularity(granularity)),
         m_maximumTimeout(CheckMaximum(maximumTimeout, granularity, deadlineMargin)),
         m_slots(RingSize(maximumTimeout + deadlineMargin, granularity)),
         m_slotMask(m_slots.size() - 1),
@@ -63,7 +63,11 @@ class WheelScheduler {
         m_perSlot(granularity),
         m_cursor(now / granularity),
         m_cursorStart(m_cursor * granularity),
-        m_nextAdvanceAt(m_cursorStart + granularity) {}
+        m_nextAdvanceAt(m_cursorStart + granularity),
+        m_earliestBound(m_cursor + 1) {}
+
+  TimerPool<Node>& Pool() noexcept { return m_pool; }
+  const TimerPool<Node>& Pool() const noexcept { return m_pool; }
 
   void Reserve(std::size_t) noexcept {}  // nothing grows with the number of timers
 
@@ -74,14 +78,20 @@ class WheelScheduler {
   Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
   Milliseconds Granularity() const noexcept { return m_granularity; }
 
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
-    AdvanceTo(now);
+  // Before Schedule and Reschedule (their deadline computed from `now`): moves the slots that
+  // became due onto the expired list. At most once per slot, so the queue calls it out of line.
+  bool MustAdvance(Ticks now) const noexcept { return now >= m_nextAdvanceAt; }
+  TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
+    if (MustAdvance(now)) AdvanceCursor(now);
+  }
+
+  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline, Ticks now) noexcept {
-    AdvanceTo(now);  // first: the timer's own slot may just have become due
+  // Advanced first (the timer's own slot may just have become due).
+  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
@@ -96,32 +106,40 @@ class WheelScheduler {
     m_pool.NodeOf(id).list = kNotScheduled;
   }
 
+  // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the
+  // common case: it is then the earliest).
   Ticks NextExpiry() noexcept {
     if (m_expired.head != kNoIndex) return 0;  // due already
-    if (!m_earliestValid) {
-      const std::size_t first = static_cast<std::size_t>((m_cursor + 1) & m_slotMask);
+    const auto first = static_cast<std::size_t>(m_earliestBound & m_slotMask);
+    if (m_slots[first].head == kNoIndex) {
       // Size() > 0 and the expired list is empty, so some slot is occupied: the loop ends.
       std::size_t found = m_occupied.FindNextCircular(first);
       while (m_slots[found].head == kNoIndex) {  // a stale bit: clear it and look further
         m_occupied.Clear(found);
         found = m_occupied.FindNextCircular(first);
       }
-      m_earliest = m_cursor + 1 + ((found - first) & m_slotMask);
-      m_earliestValid = true;
+      m_earliestBound += (found - first) & m_slotMask;
     }
-    return m_earliest * m_granularity;
+    return m_earliestBound * m_granularity;
   }
 
   template <class OnDue>
   void DetachDue(Ticks now, OnDue&& onDue) {
     AdvanceTo(now);
-    while (m_expired.head != kNoIndex) {
-      const std::uint32_t id = m_expired.head;
-      Unlink(m_expired, id);
-      m_pool.NodeOf(id).list = kNotScheduled;
-      --m_size;
+    // The whole expired list goes: walk it once and drop it, rather than unlink each timer.
+    // onDue must not touch the schedule (the queue's copies the record's data into its batch).
+    std::uint32_t id = m_expired.head;
+    m_expired = List{};
+    std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
+    while (id != kNoIndex) {
+      Node& node = m_pool.NodeOf(id);
+      const std::uint32_t next = node.next;
+      node.list = kNotScheduled;
+      ++detached;
       onDue(id);
+      id = next;
     }
+    m_size -= detached;
   }
 
   void CheckInvariants() const;
@@ -189,10 +207,12 @@ class WheelScheduler {
     }
     const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
     List& list = m_slots[index];
-    // A non-empty slot has its bit set already (bits are cleared lazily, never early).
-    if (list.head == kNoIndex) m_occupied.Set(index);
     PushBack(list, id, index);
-    if (m_earliestValid && slot < m_earliest) m_earliest = slot;
+    // A non-empty slot has its bit set already (bits are cleared lazily, never early). Tested
+    // after the link, on the record's new `prev` (the old tail, still in a register: the same
+    // test the link made), so no register is kept for it across the link.
+    if (m_pool.NodeOf(id).prev == kNoIndex) m_occupied.Set(index);
+    if (slot < m_earliestBound) m_earliestBound = slot;
   }
 
   // Takes `id` out of its list (leaving `list` stale for the caller to set).
@@ -202,19 +222,12 @@ class WheelScheduler {
       Unlink(m_expired, id);
       return;
     }
-    Unlink(m_slots[list], id);
     // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
-    // cancel then costs an unlink and this compare.
-    if (m_slots[list].head == kNoIndex && m_earliestValid && (m_earliest & m_slotMask) == list) {
-      m_earliestValid = false;
-    }
+    // cancel then costs an unlink only.
+    Unlink(m_slots[list], id);
   }
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
-  TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
-    if (now >= m_nextAdvanceAt) AdvanceCursor(now);  // at most once per slot: out of line
-  }
-
   TIMERWHEEL_NEVER_INLINE void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
     // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
@@ -229,7 +242,7 @@ class WheelScheduler {
     m_cursor = newCursor;
     m_cursorStart = newCursor * m_granularity;
     m_nextAdvanceAt = m_cursorStart + m_granularity;
-    if (m_earliestValid && m_earliest <= newCursor) m_earliestValid = false;
+    if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
   void MoveSlotToExpired(std::uint32_t index) noexcept {
@@ -278,7 +291,7 @@ class WheelScheduler {
     }
   }
 
-  TimerPool<Node>& m_pool;
+  TimerPool<Node> m_pool;
   const Milliseconds m_granularity;
   const Milliseconds m_maximumTimeout;
   std::vector<List> m_slots;  // ring of N slots, N a power of two
@@ -290,8 +303,10 @@ class WheelScheduler {
   Ticks m_cursorStart;         // m_cursor * g
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired
-  Ticks m_earliest = 0;        // cached absolute number of the earliest occupied slot...
-  bool m_earliestValid = false;  // ...when this is set
+  // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,
+  // not the earliest slot: a link lowers it (a compare), but an unlink that empties its slot
+  // leaves it (nothing to do on cancel); NextExpiry raises it to the earliest occupied slot.
+  Ticks m_earliestBound;
 };
 
 }  // namespace timerwheel::detail

@@ -54,13 +54,13 @@ class HandRefreshedTicks final : public ITickProvider {
 
 }  // namespace
 
-TEST_CASE("the coarse clock's lag bound is its step in whole ms plus the floor and the interrupt",
+TEST_CASE("the coarse clock's lag bound is its steps in whole ms plus the floor and the interrupt",
           "[ticks]") {
-  CHECK(CoarseTickProvider::LagBoundForStep(1'000'000) == 3);    // HZ 1000
-  CHECK(CoarseTickProvider::LagBoundForStep(4'000'000) == 6);    // HZ 250
-  CHECK(CoarseTickProvider::LagBoundForStep(10'000'000) == 12);  // HZ 100
-  CHECK(CoarseTickProvider::LagBoundForStep(15'625'000) == 18);  // Windows' clock interrupt
-  CHECK(CoarseTickProvider::LagBoundForStep(1) == 3);
+  CHECK(CoarseTickProvider::LagBoundForSteps(1'000'000, 2) == 4);    // Linux, HZ 1000
+  CHECK(CoarseTickProvider::LagBoundForSteps(4'000'000, 2) == 10);   // Linux, HZ 250
+  CHECK(CoarseTickProvider::LagBoundForSteps(10'000'000, 2) == 22);  // Linux, HZ 100
+  CHECK(CoarseTickProvider::LagBoundForSteps(15'625'000, 1) == 18);  // Windows' clock interrupt
+  CHECK(CoarseTickProvider::LagBoundForSteps(1, 2) == 3);
   CHECK(SystemTickProvider::Instance().ReadingLagBound() == 1);
   CHECK(CoarseTickProvider::Instance().ReadingLagBound() >= 2);
 }
@@ -83,20 +83,36 @@ TEST_CASE("the coarse tick provider is monotonic and advances", "[ticks]") {
 #ifdef __linux__
 // Linux only: there CLOCK_MONOTONIC_COARSE and steady_clock (CLOCK_MONOTONIC) count from the same
 // origin; Windows' GetTickCount64 and QueryPerformanceCounter need not.
-TEST_CASE("the coarse clock's reading is behind the exact clock by less than its lag bound",
-          "[ticks]") {
+TEST_CASE(
+    "the coarse clock's reading is behind the exact clock by less than its bound at the 90th "
+    "percentile",
+    "[ticks]") {
   const ITickProvider& coarse = CoarseTickProvider::Instance();
   const ITickProvider& exact = SystemTickProvider::Instance();
-  // A preemption between the two reads inflates one sample, never shrinks it: the smallest of
-  // many samples is the clock's own lag. Tolerance: none on the bound.
-  Ticks smallestLag = ~Ticks{0};
-  for (int i = 0; i < 1000; ++i) {
+  // 200 samples 0.5 ms apart (100 ms), so they fall at every phase of the clock's steps. The
+  // reading is never ahead of the exact clock (same origin). Its lag is at most the bound while
+  // the kernel keeps time; a VM whose timekeeping CPU the hypervisor does not run can exceed it
+  // for a while (documented in SystemTickProvider.h), and a preemption between the two reads
+  // inflates one sample, so the test asserts the 90th percentile, which neither moves much: a
+  // bound a step too small (6 ms at HZ 250, as this provider had before: 3.3-7.1 ms measured here)
+  // fails it. Tolerance: none on the bound; 10 % of the samples may exceed it.
+  constexpr int kSamples = 200;
+  std::vector<Ticks> lags;
+  lags.reserve(kSamples);
+  auto next = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSamples; ++i) {
+    next += std::chrono::microseconds(500);
+    while (std::chrono::steady_clock::now() < next) {
+    }
     const Ticks reading = coarse.GetTickCount();
     const Ticks trueNow = exact.GetTickCount();
     REQUIRE(reading <= trueNow);
-    smallestLag = std::min(smallestLag, trueNow - reading);
+    lags.push_back(trueNow - reading);
   }
-  CHECK(smallestLag < coarse.ReadingLagBound());
+  const auto p90 = lags.begin() + kSamples * 9 / 10;
+  std::nth_element(lags.begin(), p90, lags.end());
+  CAPTURE(*p90);
+  CHECK(*p90 < coarse.ReadingLagBound());
 }
 #endif
 

@@ -29,6 +29,14 @@ constexpr std::uint64_t kNanosecondsPerMillisecond = 1'000'000;
 constexpr std::uint64_t kTickCountStepNanoseconds = 15'625'000;
 #endif
 
+// How many steps the coarse reading may be behind (see CoarseTickProvider in the header): Linux
+// stores whole tick intervals at each tick, Windows counts the interrupts themselves.
+#ifdef _WIN32
+constexpr unsigned kCoarseStepsBehind = 2;
+#else
+constexpr unsigned kCoarseStepsBehind = 2;
+#endif
+
 // The step of the coarse clock this platform reads; 0 where it reads steady_clock.
 std::uint64_t CoarseStepNanoseconds() noexcept {
 #ifdef _WIN32
@@ -58,11 +66,12 @@ const SystemTickProvider& SystemTickProvider::Instance() noexcept {
 
 CoarseTickProvider::CoarseTickProvider() noexcept {
   const std::uint64_t step = CoarseStepNanoseconds();
-  m_lagBound = step == 0 ? 1 : LagBoundForStep(step);
+  m_lagBound = step == 0 ? 1 : LagBoundForSteps(step, kCoarseStepsBehind);
 }
 
-Ticks CoarseTickProvider::LagBoundForStep(std::uint64_t stepNanoseconds) noexcept {
-  return (stepNanoseconds + kNanosecondsPerMillisecond - 1) / kNanosecondsPerMillisecond + 2;
+Ticks CoarseTickProvider::LagBoundForSteps(std::uint64_t stepNanoseconds, unsigned steps) noexcept {
+  const std::uint64_t lag = stepNanoseconds * steps;
+  return (lag + kNanosecondsPerMillisecond - 1) / kNanosecondsPerMillisecond + 2;
 }
 
 Ticks CoarseTickProvider::GetTickCount() const {

@@ -146,6 +146,9 @@ struct EndpointStatistics {
   std::uint64_t statelessResetsSent = 0;
   std::uint64_t statelessResetsReceived = 0;     // connections ended by a valid Reset
   std::uint64_t statelessRepliesSuppressed = 0;  // refusals and resets not sent (rate, size)
+  // Encryption (docs/reliable-udp.md, "Encryption").
+  std::uint64_t droppedAuthenticationFailed = 0;  // a sealed packet or handshake did not open
+  std::uint64_t droppedUnprotected = 0;           // a plaintext packet for an encrypted connection
   // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
   std::uint64_t sendSystemCalls = 0;
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams

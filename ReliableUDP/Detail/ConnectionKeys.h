@@ -71,7 +71,7 @@ class ConnectionKeys {
   bool m_hasPrevious = false;
   std::uint64_t m_sealedInPhase = 0;
   bool m_peerInPhase = false;  // a packet of the current phase arrived from the peer
-  PacketNumber m_lowestReceivedInPhase = std::numeric_limits<PacketNumber>::max();
+  PacketNumber m_lowestReceivedInPhase = (std::numeric_limits<PacketNumber>::max)();
 };
 
 }  // namespace timerwheel::rudp::detail

@@ -53,7 +53,10 @@ struct TrafficSecrets {
 class KeySchedule {
  public:
   explicit KeySchedule(const X25519Key& serverStaticPublic) noexcept;
-  ~KeySchedule();
+  ~KeySchedule();  // wipes the chaining key
+  // Copyable: a client tries the Welcome's half of the exchange on a copy.
+  KeySchedule(const KeySchedule&) = default;
+  KeySchedule& operator=(const KeySchedule&) = default;
 
   void MixHash(const std::uint8_t* data, std::size_t size) noexcept;
   void MixKey(const X25519Key& sharedSecret) noexcept;

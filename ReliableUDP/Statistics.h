@@ -70,6 +70,9 @@ struct ConnectionStatistics {
   std::uint64_t modelMinRttMicroseconds = 0;
   std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
   std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
+  // Encryption: whether the connection is encrypted, and its key updates so far.
+  bool encrypted = false;
+  std::uint64_t keyUpdates = 0;
 };
 
 inline const char* CongestionPhaseName(CongestionPhase phase) {

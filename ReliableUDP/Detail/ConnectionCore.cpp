@@ -197,7 +197,8 @@ bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uin
   }
   const bool aes = (flags & kHandshakeFlagAes256Gcm) != 0 && m_context.aes256GcmAvailable;
   m_keys = std::make_unique<ConnectionKeys>(
-      aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true);
+      aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true,
+      m_context.packetsPerKey);
   m_clientHandshake.reset();
   m_peerId = header.source;
   m_peerResetToken = resetToken;
@@ -217,7 +218,8 @@ void ConnectionCore::OnAuthRefusal() {
 void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParameters& peer,
                                        const ResetToken& peerResetToken, const SecureStart& start,
                                        Microseconds now) {
-  m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false);
+  m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
+                                            m_context.packetsPerKey);
   m_secureStart = std::make_unique<SecureStart>(start);
   sodium_memzero(&m_secureStart->secrets, sizeof m_secureStart->secrets);
   StartServer(peerId, peer, peerResetToken, now);
@@ -1045,6 +1047,8 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
   stats.flowControlStalls = m_stats.flowControlStalls;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
+  stats.encrypted = m_keys != nullptr;
+  stats.keyUpdates = KeyPhase();
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];
     stats.timerFired[kind] = m_stats.timerFired[kind];

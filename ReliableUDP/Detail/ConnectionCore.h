@@ -107,6 +107,8 @@ class ConnectionCore final : private IPacketFate {
   // with AuthenticationFailed.
   void OnAuthRefusal();
   bool IsEncrypted() const noexcept { return m_keys != nullptr; }
+  // The key phase (key updates so far); 0 for a plaintext connection.
+  std::uint64_t KeyPhase() const noexcept { return m_keys ? m_keys->Phase() : 0; }
   // Client, while connecting: the server refused (ServerBusy). Ends the connection.
   void OnRefusal();
   // The peer sent a Reset with this connection's token: it has lost the connection. Ends it

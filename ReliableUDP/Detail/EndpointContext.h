@@ -9,6 +9,7 @@
 
 #include "ReliableUDP/Detail/Address.h"
 #include "ReliableUDP/Detail/ChunkPool.h"
+#include "ReliableUDP/Detail/ConnectionKeys.h"
 #include "ReliableUDP/Detail/EngineError.h"
 #include "ReliableUDP/Detail/KeySchedule.h"
 #include "ReliableUDP/Detail/PacketProtection.h"
@@ -132,6 +133,9 @@ struct EndpointContext {
   X25519KeyPair serverKey;     // ... its static key pair
   bool pinsServerKey = false;  // a client that connects only with the keyed handshake
   bool aes256GcmAvailable = false;
+  // Packets sealed under one key before a key update. Not an option: far below the AEADs'
+  // limits by default; tests lower it to see updates (and reordering across them) happen.
+  std::uint64_t packetsPerKey = ConnectionKeys::kDefaultPacketsPerKey;
 };
 
 }  // namespace timerwheel::rudp::detail

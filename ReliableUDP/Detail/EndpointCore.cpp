@@ -15,7 +15,8 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
       m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
       m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
       m_admission(options),
-      m_statelessReplies(options.statelessRepliesPerSecond) {}
+      m_statelessReplies(options.statelessRepliesPerSecond),
+      m_keyExchanges(options.newConnectionsPerSecond) {}
 
 EndpointCore::~EndpointCore() { Shutdown(); }
 
@@ -196,6 +197,9 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
     return SendAuthRefusal(from, header.source, now);
   }
   if (!MayAccept(from, header.source, now)) return;
+  // The same cookie may come again and again (no connection is made for a handshake that fails
+  // to open, so nothing remembers it): each costs a key exchange, hence the rate.
+  if (!m_keyExchanges.TryTake(now)) return SendRefusal(from, header.source, now);
 
   // The client's half of the key exchange (Noise NK's "e, es"): only a holder of our secret
   // key derives the hello key, so a client that pinned another key is told at once, and a

@@ -127,6 +127,9 @@ class EndpointCore final : public ITimer {
   HandshakeCookie m_cookies;
   AdmissionControl m_admission;
   TokenBucket m_statelessReplies;  // refusals and resets
+  // Key exchanges of keyed handshakes (an X25519 each, before the handshake can be judged), at
+  // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU.
+  TokenBucket m_keyExchanges;
   // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
   std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;

@@ -14,6 +14,7 @@
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Error.h"
 #include "ReliableUDP/Support/MessageStream.h"
+#include "ReliableUDP/Support/RawHandshake.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 using namespace timerwheel;
@@ -381,4 +382,62 @@ TEST_CASE(
   // Reordered packets from before an update opened under the previous key: none was dropped.
   CHECK(client.Statistics().droppedAuthenticationFailed == 0);
   CHECK(server.Statistics().droppedAuthenticationFailed == 0);
+}
+
+TEST_CASE(
+    "junk keyed handshakes with a valid cookie cost at most newConnectionsPerSecond key "
+    "exchanges",
+    "[rudp][crypto][encryption]") {
+  SimulatedNetwork network(2008);
+  const auto key = rudp::MakeServerKeyPair();
+  rudp::EndpointOptions serverOptions;
+  serverOptions.acceptIncoming = true;
+  serverOptions.serverSecretKey = key.secretKey;
+  serverOptions.newConnectionsPerSecond = 1000;
+  auto& server = network.AddHost(9000, serverOptions);
+  RawHandshake raw(network, server);
+  const Udp::endpoint attacker(boost::asio::ip::make_address_v4("10.0.0.66"), 4000);
+  constexpr ConnectionId kId = 0x0A0B0C0D0E0F1011u;
+
+  // A genuine cookie for the attacker's own address, then 5,000 SecureHelloWithCookies with it
+  // and a sealed part under a key the server does not share: each one fails to open.
+  std::vector<std::uint8_t> hello(kHelloSize);
+  PacketWriter helloWriter(hello.data(), hello.size());
+  helloWriter.BeginHello(kId);
+  hello.resize(helloWriter.Finish());
+  REQUIRE(raw.Deliver(attacker, hello) == RawHandshake::Outcome::Cookie);
+  DecodedPacket cookie;
+  REQUIRE(DecodePacket(raw.LastReply().data(), raw.LastReply().size(), cookie) == DecodeStatus::Ok);
+  class JunkSealer final : public IPacketSealer {
+   public:
+    void Seal(std::uint8_t* packet, std::size_t authenticatedSize,
+              std::size_t plaintextSize) noexcept override {
+      m_protection.Seal(0, packet, authenticatedSize, plaintextSize);
+    }
+
+   private:
+    PacketProtection m_protection{AeadAlgorithm::ChaCha20Poly1305, PacketKey{}};
+  } sealer;
+  TransportParameters parameters;
+  parameters.maxAckDelayMs = 25;
+  parameters.initialMaxData = 1 << 20;
+  parameters.maxDatagramSize = 1200;
+  parameters.idleTimeoutMs = 30'000;
+  parameters.maxMessageSize = 1 << 16;
+  std::vector<std::uint8_t> junk(kHelloSize);
+  PacketWriter junkWriter(junk.data(), junk.size());
+  X25519Key ephemeral = X25519PublicKey(X25519Key{1, 2, 3});
+  junkWriter.BeginSecureHelloWithCookie(kId, cookie.header.cookie, ephemeral, parameters, {}, 0,
+                                        sealer);
+  junk.resize(junkWriter.Finish());
+  for (int i = 0; i < 5000; ++i) server.Deliver(attacker, junk);
+  network.RunFor(kSecond / 10);
+
+  const auto stats = server.Statistics();
+  // One second's burst of key exchanges, and what 0.1 s refills: the rest are refused unopened.
+  CHECK(stats.droppedAuthenticationFailed >= 1000);
+  CHECK(stats.droppedAuthenticationFailed <= 1000 + 100 + 10);
+  CHECK(stats.connectionsRefused >= 5000 - 1110);
+  CHECK(stats.connectionsAccepted == 0);
+  CHECK(server.Core().Tables().handshakes == 0);
 }

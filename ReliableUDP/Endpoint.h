@@ -43,8 +43,9 @@ class Endpoint {
   boost::asio::ip::udp::endpoint LocalEndpoint() const;
 
   // Completes with a Connection once the handshake is done, or with TimedOut after
-  // options.handshakeTimeout, EndpointClosed, ConnectionLimit, or ServerBusy (the server refused:
-  // full, or over an admission limit).
+  // options.handshakeTimeout, EndpointClosed, ConnectionLimit, ServerBusy (the server refused:
+  // full, or over an admission limit), or AuthenticationFailed (options.serverPublicKey is set
+  // and the server did not prove it holds its secret key; or the server requires encryption).
   void AsyncConnect(const boost::asio::ip::udp::endpoint& remote, ConnectHandler handler);
   // Completes with the next connection another endpoint opened (requires acceptIncoming).
   void AsyncAccept(ConnectHandler handler);

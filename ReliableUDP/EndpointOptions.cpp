@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ReliableUDP/Detail/KeySchedule.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 
 namespace timerwheel::rudp {
@@ -50,6 +51,14 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
           "maxReceiveMemory must be at least receiveWindow + 2 * maxDatagramSize");
   Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
   return options;
+}
+
+ServerKeyPair MakeServerKeyPair() {
+  const detail::X25519KeyPair pair = detail::GenerateX25519KeyPair();
+  ServerKeyPair result;
+  result.secretKey = pair.secretKey;
+  result.publicKey = pair.publicKey;
+  return result;
 }
 
 }  // namespace timerwheel::rudp

@@ -86,6 +86,17 @@ struct EndpointOptions {
   // endpoint. Give a restarted server its old secret and it can still reset the connections it
   // lost. Keep it as secret as a private key: whoever knows it can end any connection.
   std::array<std::uint8_t, 16> statelessResetKey{};
+
+  // Encryption (docs/reliable-udp.md, "Encryption"): on whenever a server key is configured.
+  // Servers: the static X25519 secret key (MakeServerKeyPair). All zero: none; the server then
+  // accepts only plaintext connections, and with a key, only encrypted ones. Keep it secret.
+  std::array<std::uint8_t, 32> serverSecretKey{};
+  // Clients: the server's static X25519 public key, pinned. Every AsyncConnect then runs the
+  // keyed handshake and fails with Error::AuthenticationFailed unless the server proves it holds
+  // the matching secret key; every packet after it is encrypted and authenticated. All zero:
+  // plaintext mode (for benchmarks and private links: anyone on the path can read, inject and
+  // end connections), which a server with a key refuses.
+  std::array<std::uint8_t, 32> serverPublicKey{};
   // Batched socket I/O (Linux; elsewhere one datagram per system call whatever these say). The
   // engine still handles every datagram on its own; these change only how many one system call
   // carries. See UdpSocket/DatagramBatch.h.
@@ -93,6 +104,14 @@ struct EndpointOptions {
   bool segmentationOffload = true;  // UDP_SEGMENT (GSO) for runs to one peer; needs batchedIo
   bool receiveOffload = true;       // UDP_GRO; needs batchedIo
 };
+
+// A fresh X25519 key pair for a server (libsodium's random numbers): the secret key goes into the
+// server's serverSecretKey, the public key to its clients (serverPublicKey).
+struct ServerKeyPair {
+  std::array<std::uint8_t, 32> secretKey{};
+  std::array<std::uint8_t, 32> publicKey{};
+};
+ServerKeyPair MakeServerKeyPair();
 
 // Throws std::invalid_argument naming the option that is out of range (e.g. keepaliveInterval >=
 // idleTimeout, maxDatagramSize outside [kHelloSize, 65507], receiveWindow < maxMessageSize + 8).

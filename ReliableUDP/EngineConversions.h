@@ -16,13 +16,13 @@ namespace timerwheel::rudp::detail {
 
 static_assert(static_cast<int>(EngineError::ClosedByPeer) ==
                       static_cast<int>(Error::ClosedByPeer) &&
-                  static_cast<int>(EngineError::ConnectionReset) ==
-                      static_cast<int>(Error::ConnectionReset) &&
-                  static_cast<int>(EngineError::ConnectionReset) -
+                  static_cast<int>(EngineError::AuthenticationFailed) ==
+                      static_cast<int>(Error::AuthenticationFailed) &&
+                  static_cast<int>(EngineError::AuthenticationFailed) -
                           static_cast<int>(EngineError::ClosedByPeer) ==
-                      static_cast<int>(Error::ConnectionReset) -
+                      static_cast<int>(Error::AuthenticationFailed) -
                           static_cast<int>(Error::ClosedByPeer),
-              "EngineError's values 1..11 are rudp::Error's");
+              "EngineError's values 1..12 are rudp::Error's");
 
 inline boost::system::error_code ToErrorCode(EngineError error) noexcept {
   switch (error) {

@@ -33,6 +33,8 @@ class Category final : public boost::system::error_category {
         return "server refused the connection: busy";
       case Error::ConnectionReset:
         return "connection reset by peer (stateless reset)";
+      case Error::AuthenticationFailed:
+        return "server authentication failed";
     }
     return "unknown ReliableUDP error";
   }

@@ -24,6 +24,11 @@ enum class Error {
   // Why a connection ended: the peer no longer knows it (it restarted or dropped its state) and
   // said so with a stateless reset carrying the token of this connection.
   ConnectionReset,
+  // AsyncConnect: the server could not be authenticated. The client pinned a server key and the
+  // server did not prove it holds the matching secret key (another key, a tampered or replayed
+  // handshake, or a plaintext server: no downgrade); or the server requires encryption and the
+  // client pinned no key.
+  AuthenticationFailed,
 };
 
 const boost::system::error_category& ErrorCategory() noexcept;

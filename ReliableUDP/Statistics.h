@@ -70,6 +70,9 @@ struct ConnectionStatistics {
   std::uint64_t modelMinRttMicroseconds = 0;
   std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
   std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
+  // Encryption: whether the connection is encrypted, and its key updates so far.
+  bool encrypted = false;
+  std::uint64_t keyUpdates = 0;
 };
 
 inline const char* CongestionPhaseName(CongestionPhase phase) {
@@ -152,6 +155,9 @@ struct EndpointStatistics {
   std::uint64_t connectionSlots = 0;
   std::uint64_t handshakeExpiryEntries = 0;
   std::uint64_t admissionAddresses = 0;
+  // Encryption (docs/reliable-udp.md, "Encryption").
+  std::uint64_t droppedAuthenticationFailed = 0;  // a sealed packet or handshake did not open
+  std::uint64_t droppedUnprotected = 0;           // a plaintext packet for an encrypted connection
   // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
   std::uint64_t sendSystemCalls = 0;
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams

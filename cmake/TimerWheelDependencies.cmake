@@ -1,6 +1,9 @@
 # Third-party dependencies, all from Debian packages (nothing is vendored):
 #   Threads::Threads   the platform thread library
 #   Boost::headers     Boost 1.74 headers (Boost.Asio is header-only)
+#   Sodium::Sodium     libsodium (cmake/FindSodium.cmake): Debian's libsodium-dev natively, a
+#                      static cross build in build/deps/mingw for MinGW (tools/build-mingw-sodium),
+#                      vcpkg's libsodium for MSVC
 #   Catch2::Catch2     Catch2 2.13 single header, plus include(Catch) for
 #                      catch_discover_tests   (only when tests or perf are built)
 #
@@ -10,6 +13,7 @@
 include_guard(GLOBAL)
 
 find_package(Threads REQUIRED)
+find_package(Sodium REQUIRED)
 
 set(_timerwheel_need_catch2 OFF)
 if(TIMERWHEEL_BUILD_TESTS OR TIMERWHEEL_BUILD_PERF)

@@ -55,6 +55,7 @@ endforeach()
 # installed with it, so the Boost::headers test below covers it too.
 set(TIMERWHEEL_CONFIG_NEEDS_THREADS FALSE)
 set(TIMERWHEEL_CONFIG_NEEDS_BOOST FALSE)
+set(TIMERWHEEL_CONFIG_NEEDS_SODIUM FALSE)
 foreach(_target IN LISTS _timerwheel_targets)
   get_target_property(_libs ${_target} INTERFACE_LINK_LIBRARIES)
   if(_libs MATCHES "Threads::")
@@ -63,7 +64,16 @@ foreach(_target IN LISTS _timerwheel_targets)
   if(_libs MATCHES "Boost::")
     set(TIMERWHEEL_CONFIG_NEEDS_BOOST TRUE)
   endif()
+  if(_libs MATCHES "Sodium::")
+    set(TIMERWHEEL_CONFIG_NEEDS_SODIUM TRUE)
+  endif()
 endforeach()
+# Where this build found libsodium: the consumer's first guess (a cross build's libsodium lives
+# outside the sysroot, in build/deps/mingw); a consumer's own Sodium_ROOT wins.
+set(TIMERWHEEL_CONFIG_SODIUM_ROOT "")
+if(Sodium_INCLUDE_DIR)
+  get_filename_component(TIMERWHEEL_CONFIG_SODIUM_ROOT "${Sodium_INCLUDE_DIR}" DIRECTORY)
+endif()
 
 install(EXPORT TimerWheelTargets
   NAMESPACE TimerWheel::
@@ -82,4 +92,5 @@ install(FILES
   "${PROJECT_BINARY_DIR}/TimerWheelConfig.cmake"
   "${PROJECT_BINARY_DIR}/TimerWheelConfigVersion.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/TimerWheelHostHeaders.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/FindSodium.cmake"
   DESTINATION "${TIMERWHEEL_INSTALL_CMAKEDIR}")

@@ -1,6 +1,8 @@
 // The protocol engine of one connection (see ConnectionCore.h for the lifecycle and timers).
 #include "ReliableUDP/Detail/ConnectionCore.h"
 
+#include <sodium.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -20,6 +22,36 @@ constexpr std::uint64_t kReflectionFactor = 3;
 
 // Room for a STREAM frame's type, offset and length fields.
 constexpr std::size_t kStreamFrameOverhead = 1 + 8 + 4;
+
+// Seals a handshake packet under its one-use message key (packet number 0: each key seals one
+// plaintext, resent unchanged).
+class HandshakeSealer final : public IPacketSealer {
+ public:
+  explicit HandshakeSealer(const PacketKey& key) noexcept
+      : m_protection(AeadAlgorithm::ChaCha20Poly1305, key) {}
+  void Seal(std::uint8_t* packet, std::size_t authenticatedSize,
+            std::size_t plaintextSize) noexcept override {
+    m_protection.Seal(0, packet, authenticatedSize, plaintextSize);
+  }
+
+ private:
+  PacketProtection m_protection;
+};
+
+// Seals a SecureData packet with the connection's current packet key.
+class DataSealer final : public IPacketSealer {
+ public:
+  DataSealer(ConnectionKeys* keys, PacketNumber packetNumber) noexcept
+      : m_keys(keys), m_packetNumber(packetNumber) {}
+  void Seal(std::uint8_t* packet, std::size_t authenticatedSize,
+            std::size_t plaintextSize) noexcept override {
+    m_keys->Seal(m_packetNumber, packet, authenticatedSize, plaintextSize);
+  }
+
+ private:
+  ConnectionKeys* m_keys;
+  PacketNumber m_packetNumber;
+};
 
 }  // namespace
 
@@ -71,6 +103,7 @@ TransportParameters ConnectionCore::OwnParameters() const {
 }
 
 void ConnectionCore::StartClient(Microseconds now) {
+  if (m_context.pinsServerKey) PrepareClientHandshake();
   SendHandshakePacket(now);
   m_idleDeadline = now + Microseconds{m_context.options.handshakeTimeout} * 1000;
   ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
@@ -79,13 +112,23 @@ void ConnectionCore::StartClient(Microseconds now) {
 void ConnectionCore::SendHandshakePacket(Microseconds now) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  if (m_haveCookie) {
-    writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters(),
-                                m_context.resetTokens.For(m_localId));
+  if (m_haveCookie && m_clientHandshake) {
+    // The same ephemeral key and plaintext every time: a repeat differs only by its cookie.
+    HandshakeSealer sealer(m_clientHandshake->helloKey);
+    writer.BeginSecureHelloWithCookie(
+        m_localId, m_cookie, m_clientHandshake->ephemeral.publicKey, OwnParameters(),
+        m_context.resetTokens.For(m_localId),
+        m_context.aes256GcmAvailable ? kHandshakeFlagAes256Gcm : std::uint8_t{0}, sealer);
+    Transmit(writer);
   } else {
-    writer.BeginHello(m_localId);
+    if (m_haveCookie) {
+      writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters(),
+                                  m_context.resetTokens.For(m_localId));
+    } else {
+      writer.BeginHello(m_localId);
+    }
+    Transmit(writer);
   }
-  Transmit(writer);
   // RFC 6298: 1 s before any RTT sample, doubling on each retransmission.
   const unsigned backoff = std::min(m_handshakeAttempts, kMaxPtoBackoff);
   ++m_handshakeAttempts;
@@ -103,9 +146,94 @@ void ConnectionCore::OnCookie(const PacketHeader& header, Microseconds now) {
   SendHandshakePacket(now);
 }
 
+void ConnectionCore::PrepareClientHandshake() {
+  // Noise NK's first message, "e, es": an ephemeral key, and the pinned server key's DH with it.
+  m_clientHandshake = std::make_unique<ClientHandshake>(m_context.options.serverPublicKey);
+  ClientHandshake& handshake = *m_clientHandshake;
+  handshake.ephemeral = GenerateX25519KeyPair();
+  handshake.schedule.MixHash(handshake.ephemeral.publicKey.data(),
+                             handshake.ephemeral.publicKey.size());
+  X25519Key shared{};
+  // A pinned key of small order cannot be any server's: every handshake will then fail, which
+  // the server says with an AuthRefusal (it cannot open what this seals).
+  if (X25519(handshake.ephemeral.secretKey, m_context.options.serverPublicKey, shared)) {
+    handshake.schedule.MixKey(shared);
+  }
+  sodium_memzero(shared.data(), shared.size());
+  handshake.helloKey = handshake.schedule.MessageKey("hello");
+}
+
+bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram,
+                                     std::size_t size, Microseconds now) {
+  if (m_role != Role::Client || m_phase != Phase::Connecting || !m_clientHandshake) {
+    ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
+    return false;
+  }
+  // "e, ee": the server's ephemeral key. Only the holder of the pinned key's secret derived the
+  // hello key, and so the welcome key.
+  const PacketHeader& header = packet.header;
+  KeySchedule schedule = m_clientHandshake->schedule;
+  schedule.MixHash(header.ephemeral.data(), header.ephemeral.size());
+  X25519Key shared{};
+  const bool agreed = X25519(m_clientHandshake->ephemeral.secretKey, header.ephemeral, shared);
+  schedule.MixKey(shared);
+  sodium_memzero(shared.data(), shared.size());
+  std::uint8_t* opened = m_context.opened.data();
+  std::copy(datagram, datagram + size, opened);
+  std::size_t plaintextSize = 0;
+  const PacketProtection welcome(AeadAlgorithm::ChaCha20Poly1305, schedule.MessageKey("welcome"));
+  TransportParameters parameters;
+  ResetToken resetToken{};
+  std::uint8_t flags = 0;
+  if (!agreed ||
+      !welcome.Open(0, opened, packet.authenticatedSize,
+                    packet.authenticatedSize + packet.framesSize, plaintextSize) ||
+      !DecodeHandshakePayload(opened + packet.authenticatedSize, plaintextSize, parameters,
+                              resetToken, flags) ||
+      !ParametersAreValid(parameters)) {
+    ++m_context.stats.droppedAuthenticationFailed;
+    Terminate(EngineError::AuthenticationFailed);
+    return false;
+  }
+  const bool aes = (flags & kHandshakeFlagAes256Gcm) != 0 && m_context.aes256GcmAvailable;
+  m_keys = std::make_unique<ConnectionKeys>(
+      aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true,
+      m_context.packetsPerKey);
+  m_clientHandshake.reset();
+  m_peerId = header.source;
+  m_peerResetToken = resetToken;
+  EnterEstablished(parameters, now);
+  m_events.established = true;
+  return true;
+}
+
+void ConnectionCore::OnAuthRefusal() {
+  if (m_role != Role::Client || m_phase != Phase::Connecting) {
+    ++m_context.stats.droppedUnexpected;
+    return;
+  }
+  Terminate(EngineError::AuthenticationFailed);
+}
+
+void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParameters& peer,
+                                       const ResetToken& peerResetToken, const SecureStart& start,
+                                       Microseconds now) {
+  m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
+                                            m_context.packetsPerKey);
+  m_secureStart = std::make_unique<SecureStart>(start);
+  sodium_memzero(&m_secureStart->secrets, sizeof m_secureStart->secrets);
+  StartServer(peerId, peer, peerResetToken, now);
+}
+
 void ConnectionCore::OnWelcome(const PacketHeader& header, Microseconds now) {
   if (m_role != Role::Client || m_phase != Phase::Connecting) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
+    return;
+  }
+  if (m_clientHandshake) {
+    // We pinned a key and the server answers in plaintext: no downgrade.
+    ++m_context.stats.droppedUnprotected;
+    Terminate(EngineError::AuthenticationFailed);
     return;
   }
   m_peerId = header.source;
@@ -150,6 +278,18 @@ void ConnectionCore::SendWelcome() {
   // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
+  if (m_secureStart) {
+    // Deterministic (same key, plaintext and nonce), so a repeat is the same datagram.
+    HandshakeSealer sealer(m_secureStart->welcomeKey);
+    writer.BeginSecureWelcome(m_peerId, m_localId, m_secureStart->ephemeralPublic, OwnParameters(),
+                              m_context.resetTokens.For(m_localId),
+                              m_secureStart->algorithm == AeadAlgorithm::Aes256Gcm
+                                  ? kHandshakeFlagAes256Gcm
+                                  : std::uint8_t{0},
+                              sealer);
+    Transmit(writer);
+    return;
+  }
   writer.BeginWelcome(m_peerId, m_localId, OwnParameters(), m_context.resetTokens.For(m_localId));
   Transmit(writer);
 }
@@ -177,12 +317,37 @@ void ConnectionCore::OnDataPacket(const DecodedPacket& packet, std::size_t datag
     ++m_context.stats.droppedUnexpected;
     return;
   }
+  if (packet.header.type == PacketType::Data && ExpectsEncryption()) {
+    ++m_context.stats.droppedUnprotected;  // injected, or a downgrade attempt
+    return;
+  }
   FrameSummary summary;
   if (!CheckFrames(packet, summary)) return;
   if (!StoreStreamData(packet)) return;
   if (!RecordReceipt(packet, summary, datagramSize, now)) return;
   if (!ApplyControlFrames(packet, now)) return;
   AfterDataPacket(now);
+}
+
+void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::uint8_t* datagram,
+                                        std::size_t size, Microseconds now) {
+  if (!m_keys) {
+    ++m_context.stats.droppedUnexpected;  // a plaintext connection has no key to open it with
+    return;
+  }
+  // In a copy (the datagram is const), into the endpoint's scratch buffer: no allocation.
+  std::uint8_t* opened = m_context.opened.data();
+  std::copy(datagram, datagram + size, opened);
+  std::size_t plaintextSize = 0;
+  if (!m_keys->Open(packet.header.packetNumber, packet.header.keyPhase, opened,
+                    packet.authenticatedSize, size, plaintextSize)) {
+    ++m_context.stats.droppedAuthenticationFailed;  // forged, altered, or another key's
+    return;
+  }
+  DecodedPacket plaintext = packet;
+  plaintext.frames = opened + packet.authenticatedSize;
+  plaintext.framesSize = plaintextSize;
+  OnDataPacket(plaintext, size, now);
 }
 
 bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
@@ -576,7 +741,12 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   SentPacket sent;
   sent.packetNumber = m_packetNumbers.Current();
   sent.timeSent = now;
-  writer.BeginData(m_peerId, sent.packetNumber);
+  DataSealer sealer(m_keys.get(), sent.packetNumber);
+  if (m_keys) {
+    writer.BeginSecureData(m_peerId, sent.packetNumber, m_keys->PrepareSend(), sealer);
+  } else {
+    writer.BeginData(m_peerId, sent.packetNumber);
+  }
 
   if (m_acks.HasAnythingToAck()) {
     AckFrame ack;
@@ -639,7 +809,12 @@ void ConnectionCore::SendAbortPacket(CloseCode code) {
   // Sent once, unreliably (like QUIC's CONNECTION_CLOSE): the state is gone right after.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
-  writer.BeginData(m_peerId, m_packetNumbers.Current());
+  DataSealer sealer(m_keys.get(), m_packetNumbers.Current());
+  if (m_keys) {
+    writer.BeginSecureData(m_peerId, m_packetNumbers.Current(), m_keys->PrepareSend(), sealer);
+  } else {
+    writer.BeginData(m_peerId, m_packetNumbers.Current());
+  }
   m_packetNumbers.Advance();
   writer.AppendClose(code);
   Transmit(writer);
@@ -872,6 +1047,8 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
   stats.flowControlStalls = m_stats.flowControlStalls;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
+  stats.encrypted = m_keys != nullptr;
+  stats.keyUpdates = KeyPhase();
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];
     stats.timerFired[kind] = m_stats.timerFired[kind];

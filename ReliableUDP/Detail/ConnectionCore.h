@@ -5,9 +5,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ReliableUDP/Detail/AckTracker.h"
+#include "ReliableUDP/Detail/ConnectionKeys.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/LossRecovery.h"
 #include "ReliableUDP/Detail/PacketNumberSkipper.h"
@@ -85,6 +87,28 @@ class ConnectionCore final : private IPacketFate {
   void OnCookie(const PacketHeader& header, Microseconds now);
   void OnWelcome(const PacketHeader& header, Microseconds now);
   void OnRepeatedHelloWithCookie(Microseconds now);  // our Welcome was lost: send it again
+
+  // The encrypted handshake (options.serverSecretKey / serverPublicKey; docs/reliable-udp.md,
+  // "Encryption"). Server side: what the endpoint derived from the client's SecureHelloWithCookie.
+  struct SecureStart {
+    X25519Key ephemeralPublic{};  // ours, sent in the Welcome
+    PacketKey welcomeKey;
+    TrafficSecrets secrets;
+    AeadAlgorithm algorithm = AeadAlgorithm::ChaCha20Poly1305;
+  };
+  void StartSecureServer(ConnectionId peerId, const TransportParameters& peer,
+                         const ResetToken& peerResetToken, const SecureStart& start,
+                         Microseconds now);
+  // Client: the server's SecureWelcome (datagram: all of it, opened in a copy). True if it
+  // established the connection; a Welcome that does not open ends it with AuthenticationFailed.
+  bool OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram, std::size_t size,
+                       Microseconds now);
+  // Client, while connecting: the server cannot authenticate the handshake. Ends the connection
+  // with AuthenticationFailed.
+  void OnAuthRefusal();
+  bool IsEncrypted() const noexcept { return m_keys != nullptr; }
+  // The key phase (key updates so far); 0 for a plaintext connection.
+  std::uint64_t KeyPhase() const noexcept { return m_keys ? m_keys->Phase() : 0; }
   // Client, while connecting: the server refused (ServerBusy). Ends the connection.
   void OnRefusal();
   // The peer sent a Reset with this connection's token: it has lost the connection. Ends it
@@ -95,6 +119,10 @@ class ConnectionCore final : private IPacketFate {
 
   // --- Network ----------------------------------------------------------------------------
   void OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize, Microseconds now);
+  // A SecureData packet: opened in a copy of `datagram`, then handled as OnDataPacket; dropped
+  // (nothing changes) if it does not authenticate.
+  void OnSecureDataPacket(const DecodedPacket& packet, const std::uint8_t* datagram,
+                          std::size_t size, Microseconds now);
   void OnTimer(TimerKind kind, Microseconds now);
 
   // --- Application ------------------------------------------------------------------------
@@ -219,6 +247,21 @@ class ConnectionCore final : private IPacketFate {
   // Handshake (client).
   bool m_haveCookie = false;
   std::array<std::uint8_t, kCookieSize> m_cookie{};
+  // Encryption. Client, while connecting: its ephemeral key and the key schedule after "e, es".
+  struct ClientHandshake {
+    explicit ClientHandshake(const X25519Key& serverKey) : schedule(serverKey) {}
+    X25519KeyPair ephemeral;
+    KeySchedule schedule;
+    PacketKey helloKey;
+  };
+  std::unique_ptr<ClientHandshake> m_clientHandshake;
+  std::unique_ptr<SecureStart> m_secureStart;  // server: to repeat its Welcome (secrets wiped)
+  std::unique_ptr<ConnectionKeys> m_keys;      // an encrypted connection's packet keys
+  void PrepareClientHandshake();
+  // Plaintext packets of a connection that is, or is becoming, encrypted are dropped.
+  bool ExpectsEncryption() const noexcept {
+    return m_keys != nullptr || m_clientHandshake != nullptr;
+  }
   ResetToken m_peerResetToken{};
   unsigned m_handshakeAttempts = 0;
   std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters

@@ -1,30 +1,22 @@
 // The sans-I/O endpoint (see EndpointCore.h for its thread-safety rules).
 #include "ReliableUDP/Detail/EndpointCore.h"
 
+#include <sodium.h>
+
 #include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <utility>
 
 namespace timerwheel::rudp::detail {
-namespace {
-
-bool ParametersAreValid(const TransportParameters& parameters) {
-  return parameters.maxDatagramSize >= kHelloSize &&
-         parameters.maxDatagramSize <= kMaxDatagramSize && parameters.initialMaxData > 0 &&
-         parameters.maxMessageSize > 0 && parameters.idleTimeoutMs > 0 &&
-         parameters.maxAckDelayMs < (1u << 14);  // RFC 9000's limit for max_ack_delay
-}
-
-}  // namespace
-
 EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
                            const EndpointOptions& options, ITimer* timerSink)
     : m_io(io),
       m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
       m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
       m_admission(options),
-      m_statelessReplies(options.statelessRepliesPerSecond) {}
+      m_statelessReplies(options.statelessRepliesPerSecond),
+      m_keyExchanges(options.newConnectionsPerSecond) {}
 
 EndpointCore::~EndpointCore() { Shutdown(); }
 
@@ -55,6 +47,9 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
   const PacketHeader& header = packet.header;
   if (header.type == PacketType::Hello) return OnHello(from, header);
   if (header.type == PacketType::HelloWithCookie) return OnHelloWithCookie(from, header);
+  if (header.type == PacketType::SecureHelloWithCookie) {
+    return OnSecureHelloWithCookie(from, packet, data, size);
+  }
   if (header.type == PacketType::Reset) return OnReset(from, header);
 
   const auto found = m_byId.find(header.destination);
@@ -62,7 +57,7 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
     ++stats.droppedUnknownConnection;
     // A peer still sending to a connection we no longer have (aborted, or lost in a restart):
     // tell it, so that it ends now instead of after its idle timeout.
-    if (header.type == PacketType::Data) {
+    if (header.type == PacketType::Data || IsSecureData(header.type)) {
       SendStatelessReset(from, header.destination, size, m_io.Now());
     }
     return;
@@ -87,11 +82,21 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
       connection->OnWelcome(header, now);
       RegisterResetToken(slot);
       break;
+    case PacketType::SecureWelcome:
+      if (connection->OnSecureWelcome(packet, data, size, now)) RegisterResetToken(slot);
+      break;
     case PacketType::Refusal:
       connection->OnRefusal();
       break;
+    case PacketType::AuthRefusal:
+      connection->OnAuthRefusal();
+      break;
     case PacketType::Data:
       connection->OnDataPacket(packet, size, now);
+      break;
+    case PacketType::SecureData:
+    case PacketType::SecureDataPhase1:
+      connection->OnSecureDataPacket(packet, data, size, now);
       break;
     default:
       ++stats.droppedUnexpected;
@@ -130,30 +135,125 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     return;
   }
   const Microseconds now = m_io.Now();
+  if (!CookieHolds(from, header, now)) return;
+  if (m_context.hasServerKey) {
+    // This server accepts only encrypted connections: the client must pin its key.
+    ++stats.droppedUnprotected;
+    return SendAuthRefusal(from, header.source, now);
+  }
+  if (!ParametersAreValid(header.parameters)) {
+    ++stats.droppedMalformed;
+    return;
+  }
+  if (!MayAccept(from, header.source, now)) return;
+  const auto connection = AcceptConnection(from, header.source, header.resetToken, now);
+  connection->StartServer(header.source, header.parameters, header.resetToken, now);
+  AfterAccept(connection);
+}
+
+bool EndpointCore::CookieHolds(const Address& from, const PacketHeader& header, Microseconds now) {
   // Verified every time, a repeat for a live connection too: otherwise anyone who knows (or
   // guesses) a client's address and connection ID draws a Welcome without ever having seen a
   // cookie. The check is a SipHash, far cheaper than the Welcome it guards.
   if (header.source == 0 || !m_cookies.Verify(header.cookie, from.bytes.data(), from.ByteCount(),
                                               from.port, header.source, now)) {
-    ++stats.droppedBadCookie;
-    return;
+    ++m_context.stats.droppedBadCookie;
+    return false;
   }
   ExpireHandshakeEntries(now);
   const auto existing = m_byHandshake.find(HandshakeKey{from, header.source});
   if (existing != m_byHandshake.end()) {
     // The client did not get our Welcome and tried again: same connection, Welcome again.
     m_slots[existing->second].connection->OnRepeatedHelloWithCookie(now);
+    return false;
+  }
+  return true;
+}
+
+bool EndpointCore::MayAccept(const Address& from, ConnectionId clientId, Microseconds now) {
+  if (m_acceptQueue.size() >= m_context.options.acceptBacklog) {
+    ++m_context.stats.droppedBacklogFull;  // the client retries; it may get in once there is room
+    return false;
+  }
+  if (!Admits(from, now)) {
+    SendRefusal(from, clientId, now);
+    return false;
+  }
+  return true;
+}
+
+void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPacket& packet,
+                                           const std::uint8_t* data, std::size_t size) {
+  auto& stats = m_context.stats;
+  if (!m_context.options.acceptIncoming) {
+    ++stats.droppedNotAccepting;
     return;
   }
-  if (!ParametersAreValid(header.parameters)) {
+  const Microseconds now = m_io.Now();
+  const PacketHeader& header = packet.header;
+  if (!CookieHolds(from, header, now)) return;
+  if (!m_context.hasServerKey) {
+    // A plaintext server: the client pinned a key we cannot prove we hold.
+    return SendAuthRefusal(from, header.source, now);
+  }
+  if (!MayAccept(from, header.source, now)) return;
+  // The same cookie may come again and again (no connection is made for a handshake that fails
+  // to open, so nothing remembers it): each costs a key exchange, hence the rate.
+  if (!m_keyExchanges.TryTake(now)) return SendRefusal(from, header.source, now);
+
+  // The client's half of the key exchange (Noise NK's "e, es"): only a holder of our secret
+  // key derives the hello key, so a client that pinned another key is told at once, and a
+  // tampered handshake opens nowhere. All of it before anything is allocated.
+  KeySchedule schedule(m_context.serverKey.publicKey);
+  schedule.MixHash(header.ephemeral.data(), header.ephemeral.size());
+  X25519Key shared{};
+  if (!X25519(m_context.serverKey.secretKey, header.ephemeral, shared)) {
+    ++stats.droppedAuthenticationFailed;  // a small-order key: no client makes one
+    return;
+  }
+  schedule.MixKey(shared);
+  std::uint8_t* opened = m_context.opened.data();
+  std::copy(data, data + size, opened);
+  std::size_t plaintextSize = 0;
+  const PacketProtection hello(AeadAlgorithm::ChaCha20Poly1305, schedule.MessageKey("hello"));
+  if (!hello.Open(0, opened, packet.authenticatedSize, packet.authenticatedSize + packet.framesSize,
+                  plaintextSize)) {
+    ++stats.droppedAuthenticationFailed;
+    return SendAuthRefusal(from, header.source, now);
+  }
+  TransportParameters parameters;
+  ResetToken resetToken{};
+  std::uint8_t flags = 0;
+  if (!DecodeHandshakePayload(opened + packet.authenticatedSize, plaintextSize, parameters,
+                              resetToken, flags) ||
+      !ParametersAreValid(parameters)) {
     ++stats.droppedMalformed;
     return;
   }
-  if (m_acceptQueue.size() >= m_context.options.acceptBacklog) {
-    ++stats.droppedBacklogFull;  // the client retries; it may get in once there is room
-    return;
-  }
-  if (!Admits(from, now)) return SendRefusal(from, header.source, now);
+
+  // Our half ("e, ee"): a fresh ephemeral key for every connection (forward secrecy).
+  const X25519KeyPair ephemeral = GenerateX25519KeyPair();
+  schedule.MixHash(ephemeral.publicKey.data(), ephemeral.publicKey.size());
+  if (!X25519(ephemeral.secretKey, header.ephemeral, shared)) return;  // checked above
+  schedule.MixKey(shared);
+  const bool aes = (flags & kHandshakeFlagAes256Gcm) != 0 && m_context.aes256GcmAvailable;
+  ConnectionCore::SecureStart start;
+  start.ephemeralPublic = ephemeral.publicKey;
+  start.welcomeKey = schedule.MessageKey("welcome");
+  start.secrets = schedule.Split();
+  start.algorithm = aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305;
+  sodium_memzero(shared.data(), shared.size());
+
+  const auto connection = AcceptConnection(from, header.source, resetToken, now);
+  connection->StartSecureServer(header.source, parameters, resetToken, start, now);
+  AfterAccept(connection);
+}
+
+std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& from,
+                                                               ConnectionId clientId,
+                                                               const ResetToken& resetToken,
+                                                               Microseconds now) {
+  auto& stats = m_context.stats;
   m_admission.OnAdmitted(from, now);
   const std::uint32_t slot = AllocateSlot();
   const ConnectionId id = NewConnectionId();
@@ -162,7 +262,7 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
                                        ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_byId.emplace(id, slot);
-  m_byHandshake.emplace(HandshakeKey{from, header.source}, slot);
+  m_byHandshake.emplace(HandshakeKey{from, clientId}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
   m_handshakeExpiries.push_back(
@@ -170,8 +270,12 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
                       slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
   ++stats.connectionsAccepted;
-  RegisterResetTokenOf(slot, header.resetToken);
-  connection->StartServer(header.source, header.parameters, header.resetToken, now);
+  RegisterResetTokenOf(slot, resetToken);
+  return connection;
+}
+
+void EndpointCore::AfterAccept(const std::shared_ptr<ConnectionCore>& connection) {
+  const std::uint32_t slot = connection->Slot().index;
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.erase(m_acceptWaiters.begin());
@@ -220,6 +324,22 @@ void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microse
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
   writer.BeginRefusal(clientId);
+  m_context.Send(to, writer);
+  ++stats.refusalsSent;
+}
+
+void EndpointCore::SendAuthRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
+  auto& stats = m_context.stats;
+  ++stats.connectionsRefused;
+  // As small as a Refusal, and rate-limited with it; sent only for a valid cookie, so only to an
+  // address that receives its datagrams.
+  if (clientId == 0 || !m_statelessReplies.TryTake(now)) {
+    ++stats.statelessRepliesSuppressed;
+    return;
+  }
+  auto& buffer = m_context.datagram;
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginAuthRefusal(clientId);
   m_context.Send(to, writer);
   ++stats.refusalsSent;
 }

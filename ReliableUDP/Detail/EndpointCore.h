@@ -94,11 +94,23 @@ class EndpointCore final : public ITimer {
 
   void OnHello(const Address& from, const PacketHeader& header);
   void OnHelloWithCookie(const Address& from, const PacketHeader& header);
+  void OnSecureHelloWithCookie(const Address& from, const DecodedPacket& packet,
+                               const std::uint8_t* data, std::size_t size);
+  // The checks both handshakes share. CookieHolds: the cookie verifies and no connection exists
+  // for it yet (else the existing one repeats its Welcome). MayAccept: backlog and admission
+  // (else a Refusal).
+  bool CookieHolds(const Address& from, const PacketHeader& header, Microseconds now);
+  bool MayAccept(const Address& from, ConnectionId clientId, Microseconds now);
+  // Makes the server side of a connection (the caller starts it), then hands it to an accept.
+  std::shared_ptr<ConnectionCore> AcceptConnection(const Address& from, ConnectionId clientId,
+                                                   const ResetToken& resetToken, Microseconds now);
+  void AfterAccept(const std::shared_ptr<ConnectionCore>& connection);
   void OnReset(const Address& from, const PacketHeader& header);
   // Whether a new connection from `from` may be made now (connection limit, admission control).
   bool Admits(const Address& from, Microseconds now);
   // Stateless replies, rate-limited together and always smaller than what they answer.
   void SendRefusal(const Address& to, ConnectionId clientId, Microseconds now);
+  void SendAuthRefusal(const Address& to, ConnectionId clientId, Microseconds now);
   void SendStatelessReset(const Address& to, ConnectionId unknownId, std::size_t receivedSize,
                           Microseconds now);
   void RegisterResetToken(std::uint32_t slot);
@@ -115,6 +127,9 @@ class EndpointCore final : public ITimer {
   HandshakeCookie m_cookies;
   AdmissionControl m_admission;
   TokenBucket m_statelessReplies;  // refusals and resets
+  // Key exchanges of keyed handshakes (an X25519 each, before the handshake can be judged), at
+  // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU.
+  TokenBucket m_keyExchanges;
   // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
   std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;

@@ -6,7 +6,7 @@
 
 namespace timerwheel::rudp::detail {
 
-// Values 1..11 equal rudp::Error's (Error.h says what each means); the public layer checks that at
+// Values 1..12 equal rudp::Error's (Error.h says what each means); the public layer checks that at
 // compile time. None is success; OperationAborted is the one outcome that is not a rudp::Error.
 enum class EngineError : std::uint8_t {
   None = 0,
@@ -21,6 +21,7 @@ enum class EngineError : std::uint8_t {
   ConnectionLimit,
   ServerBusy,
   ConnectionReset,
+  AuthenticationFailed,
   // A receive cancelled because the application dropped its last handle (its buffer may be
   // gone): boost::asio::error::operation_aborted to the application.
   OperationAborted,

@@ -13,7 +13,7 @@ namespace timerwheel::rudp::detail {
 // Thread-safe (const).
 class StatelessResetTokens {
  public:
-  // secret all zero: a random one (std::random_device).
+  // secret all zero: a random one (libsodium's randombytes).
   explicit StatelessResetTokens(const ResetToken& secret);
   ResetToken For(ConnectionId id) const noexcept;
 

@@ -18,7 +18,14 @@ constexpr std::size_t kCommonHeaderSize = 1 + kConnectionIdSize;
 constexpr std::size_t kHeaderWithSourceSize = kCommonHeaderSize + kConnectionIdSize;
 // The common header and the checksum: what every datagram has.
 constexpr std::size_t kMinimumPacketSize = kCommonHeaderSize + kChecksumSize;
-constexpr std::uint8_t kLastPacketType = static_cast<std::uint8_t>(PacketType::Reset);
+constexpr std::uint8_t kLastPacketType = static_cast<std::uint8_t>(PacketType::AuthRefusal);
+// SecureHelloWithCookie: source, cookie, ephemeral key, then the sealed part's length (u16).
+constexpr std::size_t kSecureHelloHeaderSize =
+    kHeaderWithSourceSize + kCookieSize + kX25519KeySize + 2;
+// SecureWelcome: source and ephemeral key.
+constexpr std::size_t kSecureWelcomeHeaderSize = kHeaderWithSourceSize + kX25519KeySize;
+// The handshake payload: parameters, reset token, flags.
+constexpr std::size_t kHandshakePayloadFixedSize = kResetTokenSize + 1;
 // The range count of an ACK never exceeds kMaxAckRanges - 1, which always fits in one byte.
 static_assert(kMaxAckRanges - 1 <= 63, "the ACK range count must be a one-byte varint");
 
@@ -187,8 +194,12 @@ DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
   if ((datagram[0] >> 4) != kProtocolVersion) return DecodeStatus::BadVersion;
   const std::uint8_t type = datagram[0] & 0x0Fu;
   if (type > kLastPacketType) return DecodeStatus::BadPacketType;
-  const std::size_t checksumAt = size - kChecksumSize;
-  if (Crc32c(datagram, checksumAt) != LoadBig(datagram + checksumAt, kChecksumSize)) {
+  // A SecureData packet has no checksum: its AEAD tag, checked by the connection that holds the
+  // key, covers every byte.
+  const bool secureData = IsSecureData(static_cast<PacketType>(type));
+  const std::size_t checksumAt = secureData ? size : size - kChecksumSize;
+  if (!secureData &&
+      Crc32c(datagram, checksumAt) != LoadBig(datagram + checksumAt, kChecksumSize)) {
     return DecodeStatus::BadChecksum;
   }
 
@@ -234,9 +245,55 @@ DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
       packet.frames = reader.Position();
       packet.framesSize = reader.Left();
       break;
+    case PacketType::SecureHelloWithCookie: {
+      if (size < kHelloSize) return DecodeStatus::BadHelloSize;
+      std::uint8_t sealedSize[2];
+      if (!reader.ReadBig64(header.source) ||
+          !reader.ReadBytes(header.cookie.data(), kCookieSize) ||
+          !reader.ReadBytes(header.ephemeral.data(), kX25519KeySize) ||
+          !reader.ReadBytes(sealedSize, sizeof sealedSize)) {
+        return DecodeStatus::TooShort;
+      }
+      packet.frames = reader.Position();
+      packet.framesSize = static_cast<std::size_t>(LoadBig(sealedSize, sizeof sealedSize));
+      packet.authenticatedSize = kSecureHelloHeaderSize;
+      if (packet.framesSize < kAeadTagSize || !reader.Skip(packet.framesSize)) {
+        return DecodeStatus::TooShort;
+      }
+      break;
+    }
+    case PacketType::SecureWelcome:
+      if (!reader.ReadBig64(header.source) ||
+          !reader.ReadBytes(header.ephemeral.data(), kX25519KeySize)) {
+        return DecodeStatus::TooShort;
+      }
+      packet.frames = reader.Position();
+      packet.framesSize = reader.Left();
+      packet.authenticatedSize = kSecureWelcomeHeaderSize;
+      if (packet.framesSize < kAeadTagSize) return DecodeStatus::TooShort;
+      break;
+    case PacketType::SecureData:
+    case PacketType::SecureDataPhase1:
+      header.keyPhase = header.type == PacketType::SecureDataPhase1;
+      if (!reader.ReadVarInt(header.packetNumber)) return DecodeStatus::TooShort;
+      packet.frames = reader.Position();
+      packet.framesSize = reader.Left();
+      packet.authenticatedSize = static_cast<std::size_t>(reader.Position() - datagram);
+      if (packet.framesSize < kAeadTagSize) return DecodeStatus::TooShort;
+      break;
+    case PacketType::AuthRefusal:
+      break;
   }
   out = packet;
   return DecodeStatus::Ok;
+}
+
+bool DecodeHandshakePayload(const std::uint8_t* data, std::size_t size,
+                            TransportParameters& parameters, ResetToken& resetToken,
+                            std::uint8_t& flags) noexcept {
+  Reader reader(data, data + size);
+  return ReadParameters(reader, parameters) &&
+         reader.ReadBytes(resetToken.data(), kResetTokenSize) && reader.ReadBytes(&flags, 1);
 }
 
 bool PeekDestination(const std::uint8_t* datagram, std::size_t size, ConnectionId& out) noexcept {
@@ -339,13 +396,16 @@ PacketWriter::PacketWriter(std::uint8_t* buffer, std::size_t capacity) noexcept
     : m_begin(buffer), m_position(buffer), m_end(buffer + capacity), m_framesBegin(buffer) {}
 
 bool PacketWriter::Start(PacketType type, ConnectionId destination, std::size_t headerSize,
-                         std::size_t minimumSize) noexcept {
+                         std::size_t minimumSize, std::size_t trailerSize) noexcept {
   m_position = m_begin;
   m_framesBegin = m_begin;
   m_minimumSize = minimumSize;
+  m_trailerSize = trailerSize;
+  m_type = type;
+  m_sealer = nullptr;
   m_failed = false;
   const std::size_t capacity = static_cast<std::size_t>(m_end - m_begin);
-  if (capacity < std::max(headerSize + kChecksumSize, minimumSize)) {
+  if (capacity < std::max(headerSize + trailerSize, minimumSize)) {
     m_failed = true;
     return false;
   }
@@ -396,6 +456,71 @@ void PacketWriter::BeginWelcome(ConnectionId destination, ConnectionId source,
   m_position = WriteParameters(m_position, parameters);
   std::memcpy(m_position, resetToken.data(), kResetTokenSize);
   m_position += kResetTokenSize;
+  m_framesBegin = m_position;
+}
+
+void PacketWriter::WriteHandshakePayload(const TransportParameters& parameters,
+                                         const ResetToken& resetToken,
+                                         std::uint8_t flags) noexcept {
+  m_position = WriteParameters(m_position, parameters);
+  std::memcpy(m_position, resetToken.data(), kResetTokenSize);
+  m_position += kResetTokenSize;
+  *m_position++ = flags;
+}
+
+void PacketWriter::BeginSecureHelloWithCookie(ConnectionId source,
+                                              const std::array<std::uint8_t, kCookieSize>& cookie,
+                                              const X25519Key& ephemeral,
+                                              const TransportParameters& parameters,
+                                              const ResetToken& resetToken, std::uint8_t flags,
+                                              IPacketSealer& sealer) noexcept {
+  if (!Start(PacketType::SecureHelloWithCookie, 0,
+             kSecureHelloHeaderSize + ParametersSize(parameters) + kHandshakePayloadFixedSize,
+             kHelloSize, kAeadTagSize + kChecksumSize)) {
+    return;
+  }
+  m_position = WriteBig64(m_position, source);
+  std::memcpy(m_position, cookie.data(), kCookieSize);
+  m_position += kCookieSize;
+  std::memcpy(m_position, ephemeral.data(), kX25519KeySize);
+  m_position += kX25519KeySize;
+  m_position += 2;  // the sealed part's size, written by Finish
+  m_framesBegin = m_position;
+  WriteHandshakePayload(parameters, resetToken, flags);
+  m_sealer = &sealer;
+}
+
+void PacketWriter::BeginSecureWelcome(ConnectionId destination, ConnectionId source,
+                                      const X25519Key& ephemeral,
+                                      const TransportParameters& parameters,
+                                      const ResetToken& resetToken, std::uint8_t flags,
+                                      IPacketSealer& sealer) noexcept {
+  if (!Start(PacketType::SecureWelcome, destination,
+             kSecureWelcomeHeaderSize + ParametersSize(parameters) + kHandshakePayloadFixedSize, 0,
+             kAeadTagSize + kChecksumSize)) {
+    return;
+  }
+  m_position = WriteBig64(m_position, source);
+  std::memcpy(m_position, ephemeral.data(), kX25519KeySize);
+  m_position += kX25519KeySize;
+  m_framesBegin = m_position;
+  WriteHandshakePayload(parameters, resetToken, flags);
+  m_sealer = &sealer;
+}
+
+void PacketWriter::BeginSecureData(ConnectionId destination, PacketNumber packetNumber,
+                                   bool keyPhase, IPacketSealer& sealer) noexcept {
+  if (!Start(keyPhase ? PacketType::SecureDataPhase1 : PacketType::SecureData, destination,
+             kCommonHeaderSize + VarIntSize(Saturate(packetNumber)), 0, kAeadTagSize)) {
+    return;
+  }
+  m_position = WriteVarInt(m_position, packetNumber);
+  m_framesBegin = m_position;
+  m_sealer = &sealer;
+}
+
+void PacketWriter::BeginAuthRefusal(ConnectionId destination) noexcept {
+  if (!Start(PacketType::AuthRefusal, destination, kCommonHeaderSize, 0)) return;
   m_framesBegin = m_position;
 }
 
@@ -517,7 +642,7 @@ void PacketWriter::PadTo(std::size_t datagramSize) noexcept {
 std::size_t PacketWriter::Remaining() const noexcept {
   if (m_failed) return 0;
   const std::size_t left = static_cast<std::size_t>(m_end - m_position);
-  return left > kChecksumSize ? left - kChecksumSize : 0;
+  return left > m_trailerSize ? left - m_trailerSize : 0;
 }
 
 std::size_t PacketWriter::FramesSize() const noexcept {
@@ -526,6 +651,25 @@ std::size_t PacketWriter::FramesSize() const noexcept {
 
 std::size_t PacketWriter::Finish() noexcept {
   if (m_failed) return 0;
+  if (m_sealer != nullptr) {
+    const bool secureData = IsSecureData(m_type);
+    if (secureData && m_minimumSize > 0) {
+      // PADDING frames, inside the plaintext, so that the sealed datagram has the minimum size.
+      std::uint8_t* const paddingEnd = m_begin + (m_minimumSize - kAeadTagSize);
+      if (m_position < paddingEnd) {
+        std::memset(m_position, 0, static_cast<std::size_t>(paddingEnd - m_position));
+        m_position = paddingEnd;
+      }
+    }
+    const auto plaintextSize = static_cast<std::size_t>(m_position - m_framesBegin);
+    if (m_type == PacketType::SecureHelloWithCookie) {
+      StoreBig(m_framesBegin - 2, plaintextSize + kAeadTagSize, 2);
+    }
+    m_sealer->Seal(m_begin, static_cast<std::size_t>(m_framesBegin - m_begin), plaintextSize);
+    m_position += kAeadTagSize;
+    m_sealer = nullptr;
+    if (secureData) return static_cast<std::size_t>(m_position - m_begin);
+  }
   if (m_minimumSize > 0) {
     // Padding bytes are PADDING frames in a Data packet; ignored after a Hello's fields.
     std::uint8_t* const paddingEnd = m_begin + (m_minimumSize - kChecksumSize);

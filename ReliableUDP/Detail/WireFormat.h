@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ReliableUDP/Detail/KeySchedule.h"
+#include "ReliableUDP/Detail/PacketProtection.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 
 namespace timerwheel::rudp::detail {
@@ -25,6 +27,38 @@ enum class PacketType : std::uint8_t {
   // either way, to a peer whose connection ID is unknown here: destination CID = that unknown ID
   // (echoed), then the reset token derived from it. Stateless, smaller than the packet answered.
   Reset = 6,
+  // The encrypted handshake and packets (issue 20), used when the server has a static key:
+  // client -> server: source CID, cookie, the client's ephemeral X25519 key, then its parameters
+  // and reset token sealed under the handshake's hello key; padded to kHelloSize.
+  SecureHelloWithCookie = 7,
+  // server -> client: destination CID = client CID, server CID, the server's ephemeral key, then
+  // its parameters and reset token sealed under the welcome key.
+  SecureWelcome = 8,
+  // either way: destination CID, packet number, frames sealed under the packet key of key phase
+  // 0 (SecureData) or 1 (SecureDataPhase1); the AEAD tag in place of the checksum.
+  SecureData = 9,
+  SecureDataPhase1 = 10,
+  // server -> client: destination CID = client CID; the server cannot authenticate this
+  // handshake (the client pinned another key, or one side encrypts and the other does not).
+  // Stateless and unauthenticated, like Refusal.
+  AuthRefusal = 11,
+};
+
+inline bool IsSecureData(PacketType type) noexcept {
+  return type == PacketType::SecureData || type == PacketType::SecureDataPhase1;
+}
+
+// Seals a packet that PacketWriter built (see PacketWriter::BeginSecure*).
+class IPacketSealer {
+ public:
+  // packet[0, authenticatedSize) is the header (associated data): encrypts
+  // packet[authenticatedSize, authenticatedSize + plaintextSize) in place and writes the
+  // kAeadTagSize-byte tag right after it.
+  virtual void Seal(std::uint8_t* packet, std::size_t authenticatedSize,
+                    std::size_t plaintextSize) noexcept = 0;
+
+ protected:
+  ~IPacketSealer() = default;
 };
 
 enum class FrameType : std::uint8_t {
@@ -76,16 +110,33 @@ struct PacketHeader {
   TransportParameters parameters;
   // HelloWithCookie, Welcome: the reset token of the sender's connection ID. Reset: the token.
   ResetToken resetToken{};
-  // Data: the full packet number.
+  // Data, SecureData: the full packet number.
   PacketNumber packetNumber = 0;
+  // SecureHelloWithCookie, SecureWelcome: the sender's ephemeral public key.
+  X25519Key ephemeral{};
+  // SecureData: the key phase bit (SecureDataPhase1).
+  bool keyPhase = false;
 };
 
-// A decoded datagram: the header, and for Data packets the undecoded frame bytes.
+// The handshake flags, sealed with the parameters: the client's bit says it can use AES-256-GCM,
+// the server's that the connection does (both can).
+inline constexpr std::uint8_t kHandshakeFlagAes256Gcm = 0x01;
+
+// A decoded datagram: the header, and for Data packets the undecoded frame bytes; for the Secure
+// types the sealed bytes (ciphertext and tag), and where they start (the authenticated header's
+// size).
 struct DecodedPacket {
   PacketHeader header;
   const std::uint8_t* frames = nullptr;  // points into the datagram, checksum excluded
   std::size_t framesSize = 0;
+  std::size_t authenticatedSize = 0;  // Secure types: frames - datagram
 };
+
+// The plaintext sealed in a SecureHelloWithCookie or SecureWelcome: the transport parameters,
+// the reset token, then one byte of flags (bytes after it are ignored). False if it is short.
+bool DecodeHandshakePayload(const std::uint8_t* data, std::size_t size,
+                            TransportParameters& parameters, ResetToken& resetToken,
+                            std::uint8_t& flags) noexcept;
 
 // Checks version, type, size and checksum, and decodes the header. Frames are decoded by
 // FrameReader.
@@ -162,6 +213,22 @@ class PacketWriter {
                     const TransportParameters& parameters,
                     const ResetToken& resetToken = {}) noexcept;
   void BeginData(ConnectionId destination, PacketNumber packetNumber) noexcept;
+  // The Secure types: what Begin writes after the header is the plaintext (for SecureData,
+  // Append* add to it), and Finish pads it (SecureData: PADDING frames, to PadTo's size with the
+  // tag), has `sealer` encrypt it in place and add the tag, then (handshake packets) pads to
+  // kHelloSize and appends the checksum. SecureData has no checksum: the tag covers it all.
+  // `sealer` must outlive Finish.
+  void BeginSecureHelloWithCookie(ConnectionId source,
+                                  const std::array<std::uint8_t, kCookieSize>& cookie,
+                                  const X25519Key& ephemeral, const TransportParameters& parameters,
+                                  const ResetToken& resetToken, std::uint8_t flags,
+                                  IPacketSealer& sealer) noexcept;
+  void BeginSecureWelcome(ConnectionId destination, ConnectionId source, const X25519Key& ephemeral,
+                          const TransportParameters& parameters, const ResetToken& resetToken,
+                          std::uint8_t flags, IPacketSealer& sealer) noexcept;
+  void BeginSecureData(ConnectionId destination, PacketNumber packetNumber, bool keyPhase,
+                       IPacketSealer& sealer) noexcept;
+  void BeginAuthRefusal(ConnectionId destination) noexcept;
   void BeginRefusal(ConnectionId destination) noexcept;
   void BeginReset(ConnectionId destination, const ResetToken& resetToken) noexcept;
 
@@ -185,7 +252,7 @@ class PacketWriter {
   // allows): PADDING frames in a Data packet. Call after Begin*.
   void PadTo(std::size_t datagramSize) noexcept;
 
-  // Space left for frames, after reserving the checksum.
+  // Space left for frames, after reserving the checksum (or the tag).
   std::size_t Remaining() const noexcept;
   // Bytes of frames appended so far (0: nothing but the header).
   std::size_t FramesSize() const noexcept;
@@ -196,13 +263,18 @@ class PacketWriter {
  private:
   // Resets the writer and writes the type byte and destination; false if the header does not fit.
   bool Start(PacketType type, ConnectionId destination, std::size_t headerSize,
-             std::size_t minimumSize) noexcept;
+             std::size_t minimumSize, std::size_t trailerSize = kChecksumSize) noexcept;
+  void WriteHandshakePayload(const TransportParameters& parameters, const ResetToken& resetToken,
+                             std::uint8_t flags) noexcept;
 
   std::uint8_t* m_begin;
   std::uint8_t* m_position;
   std::uint8_t* m_end;
   std::uint8_t* m_framesBegin;
-  std::size_t m_minimumSize = 0;  // Finish pads to this (checksum included)
+  std::size_t m_minimumSize = 0;              // Finish pads to this (checksum included)
+  std::size_t m_trailerSize = kChecksumSize;  // after the frames: checksum, tag, or both
+  PacketType m_type = PacketType::Data;
+  IPacketSealer* m_sealer = nullptr;  // the Secure types
   bool m_failed = false;
 };
 

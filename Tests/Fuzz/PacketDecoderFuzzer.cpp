@@ -136,6 +136,13 @@ std::vector<std::uint8_t> Encode(const PacketHeader& header, const std::vector<F
         Check(appended, "PacketWriter refused a frame that was just decoded");
       }
       break;
+    case PacketType::SecureHelloWithCookie:
+    case PacketType::SecureWelcome:
+    case PacketType::SecureData:
+    case PacketType::SecureDataPhase1:
+    case PacketType::AuthRefusal:
+      Check(false, "Encode called for a packet whose sealed part only its keys can rebuild");
+      break;
   }
   const std::size_t size = writer.Finish();
   Check(size > 0, "PacketWriter::Finish failed on a decoded header");
@@ -276,6 +283,21 @@ void FuzzDatagram(const std::uint8_t* datagram, std::size_t size) {
   if (header.type == PacketType::Hello || header.type == PacketType::HelloWithCookie) {
     Check(size >= kHelloSize, "a short Hello decoded");
   }
+
+  // The encrypted types: the decoder only frames the sealed part (its contents are the keys'
+  // business; ConnectionFuzzer runs the engine on them); it must lie inside the datagram.
+  if (header.type == PacketType::SecureHelloWithCookie ||
+      header.type == PacketType::SecureWelcome || IsSecureData(header.type)) {
+    Check(packet.framesSize >= kAeadTagSize, "a sealed part shorter than its tag decoded");
+    Check(packet.frames == datagram + packet.authenticatedSize &&
+              packet.authenticatedSize + packet.framesSize <= size,
+          "the sealed part lies outside the datagram");
+    if (header.type == PacketType::SecureHelloWithCookie) {
+      Check(size >= kHelloSize, "a short SecureHelloWithCookie decoded");
+    }
+    return;
+  }
+  if (header.type == PacketType::AuthRefusal) return;
 
   WalkedFrames walked;
   if (header.type == PacketType::Data) {

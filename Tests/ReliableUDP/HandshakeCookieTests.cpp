@@ -1,4 +1,5 @@
-// SipHash-2-4 against the reference vectors, connection ID generation, and handshake cookies.
+// SipHash-2-4 (libsodium's crypto_shorthash, as the engine calls it) against the reference vectors,
+// connection ID generation, and handshake cookies.
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -53,10 +53,19 @@ void RunStream(const std::shared_ptr<MessageStream>& stream) {
 TEST_CASE("loopback echo of messages from 1 byte to the maximum size, byte for byte and in order",
           "[.][realtime][rudp][loopback]") {
   const unsigned threads = GENERATE(1u, 2u);
-  CAPTURE(threads);
+  // And encrypted (issue 20): the server's key pair, the client pinning its public key.
+  const bool encrypted = GENERATE(false, true);
+  CAPTURE(threads, encrypted);
   IoThreads io(threads);
-  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
-  Endpoint client(io.Io(), kAnyLoopback);
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  rudp::EndpointOptions clientOptions;
+  if (encrypted) {
+    const rudp::ServerKeyPair key = rudp::MakeServerKeyPair();
+    serverOptions.serverSecretKey = key.secretKey;
+    clientOptions.serverPublicKey = key.publicKey;
+  }
+  Endpoint server(io.Io(), kAnyLoopback, serverOptions);
+  Endpoint client(io.Io(), kAnyLoopback, clientOptions);
   auto [clientSide, serverSide] = ConnectPair(client, server);
 
   const std::size_t maximum = rudp::EndpointOptions{}.maxMessageSize;

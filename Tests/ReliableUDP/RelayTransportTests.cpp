@@ -234,7 +234,8 @@ TEST_CASE(
   CHECK(pair.server->GetStatistics().droppedBadChecksum > 0);
 }
 
-TEST_CASE("SHA-256 matches the FIPS 180-4 examples", "[support]") {
+TEST_CASE("SHA-256 (libsodium's, as the tests use it) matches the FIPS 180-4 examples",
+          "[support]") {
   Sha256 abc;
   const std::string text = "abc";
   abc.Update(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());

@@ -291,7 +291,7 @@ TEST_CASE("the header is checked for size, version, type and checksum in that or
     body[0] = static_cast<std::uint8_t>((version << 4) | 4);
     CHECK(Decode(Seal(body), packet) == DecodeStatus::BadVersion);
   }
-  for (std::uint8_t type = 7; type < 16; ++type) {
+  for (std::uint8_t type = 12; type < 16; ++type) {
     Bytes body = DataHeader();
     body[0] = static_cast<std::uint8_t>((kProtocolVersion << 4) | type);
     CHECK(Decode(Seal(body), packet) == DecodeStatus::BadPacketType);
@@ -775,4 +775,125 @@ TEST_CASE("CRC-32C chains over input split anywhere", "[rudp][crc]") {
     crc = Crc32c(buffer.data() + b, buffer.size() - b, crc);
     REQUIRE(crc == whole);
   }
+}
+
+// ---- Encrypted packets (issue 20) ---------------------------------------------------------------
+
+namespace {
+
+// Seals with a fixed key, as a connection would.
+class TestSealer final : public IPacketSealer {
+ public:
+  explicit TestSealer(PacketNumber number) : m_number(number) {}
+  void Seal(std::uint8_t* packet, std::size_t authenticatedSize,
+            std::size_t plaintextSize) noexcept override {
+    m_protection.Seal(m_number, packet, authenticatedSize, plaintextSize);
+  }
+  const PacketProtection& Protection() const { return m_protection; }
+
+ private:
+  PacketNumber m_number;
+  PacketProtection m_protection{AeadAlgorithm::ChaCha20Poly1305, PacketKey{}};
+};
+
+}  // namespace
+
+TEST_CASE("SecureData: header in clear, frames sealed, tag in place of the checksum",
+          "[rudp][wire][crypto]") {
+  Bytes buffer(200);
+  TestSealer sealer(37);
+  PacketWriter writer(buffer.data(), buffer.size());
+  writer.BeginSecureData(0x0102030405060708u, 37, true, sealer);
+  REQUIRE(writer.AppendPing());
+  REQUIRE(writer.AppendClose(CloseCode::Graceful));
+  writer.PadTo(kMinDataPacketSize);
+  const std::size_t size = writer.Finish();
+  CHECK(size == kMinDataPacketSize);
+  buffer.resize(size);
+  CHECK(buffer[0] == ((kProtocolVersion << 4) | 10));  // SecureDataPhase1
+
+  DecodedPacket packet;
+  REQUIRE(DecodePacket(buffer.data(), buffer.size(), packet) == DecodeStatus::Ok);
+  CHECK(packet.header.type == PacketType::SecureDataPhase1);
+  CHECK(packet.header.keyPhase);
+  CHECK(packet.header.destination == 0x0102030405060708u);
+  CHECK(packet.header.packetNumber == 37);  // a one-byte varint: the header is 10 bytes
+  CHECK(packet.authenticatedSize == 10);
+  CHECK(packet.frames == buffer.data() + 10);
+  CHECK(packet.framesSize == size - 10);
+
+  std::size_t plaintextSize = 0;
+  REQUIRE(
+      sealer.Protection().Open(37, buffer.data(), packet.authenticatedSize, size, plaintextSize));
+  FrameReader reader(buffer.data() + 10, plaintextSize);
+  Frame frame;
+  REQUIRE(reader.Next(frame) == DecodeStatus::Ok);
+  CHECK(frame.type == FrameType::Ping);
+  REQUIRE(reader.Next(frame) == DecodeStatus::Ok);
+  CHECK(frame.type == FrameType::Close);
+  CHECK(reader.AtEnd());
+
+  // Shorter than a tag after the header: TooShort, not a packet with no frames.
+  Bytes truncated(buffer.begin(), buffer.begin() + 10 + kAeadTagSize - 1);
+  CHECK(DecodePacket(truncated.data(), truncated.size(), packet) == DecodeStatus::TooShort);
+}
+
+TEST_CASE("SecureHelloWithCookie and SecureWelcome carry the handshake payload sealed",
+          "[rudp][wire][crypto]") {
+  TransportParameters parameters;
+  parameters.maxAckDelayMs = 25;
+  parameters.initialMaxData = 1 << 20;
+  parameters.maxDatagramSize = 1200;
+  parameters.idleTimeoutMs = 30'000;
+  parameters.maxMessageSize = 1 << 20;
+  ResetToken token{};
+  token[0] = 0xAB;
+  X25519Key ephemeral{};
+  ephemeral[31] = 0x42;
+  std::array<std::uint8_t, kCookieSize> cookie{};
+  cookie[5] = 9;
+
+  Bytes hello(kHelloSize);
+  TestSealer sealer(0);
+  PacketWriter writer(hello.data(), hello.size());
+  writer.BeginSecureHelloWithCookie(0x1111u, cookie, ephemeral, parameters, token, 1, sealer);
+  REQUIRE(writer.Finish() == kHelloSize);
+  DecodedPacket packet;
+  REQUIRE(DecodePacket(hello.data(), hello.size(), packet) == DecodeStatus::Ok);
+  CHECK(packet.header.type == PacketType::SecureHelloWithCookie);
+  CHECK(packet.header.source == 0x1111u);
+  CHECK(packet.header.cookie == cookie);
+  CHECK(packet.header.ephemeral == ephemeral);
+  CHECK(packet.authenticatedSize == 75);
+  std::size_t plaintextSize = 0;
+  REQUIRE(sealer.Protection().Open(0, hello.data(), packet.authenticatedSize,
+                                   packet.authenticatedSize + packet.framesSize, plaintextSize));
+  TransportParameters decoded;
+  ResetToken decodedToken{};
+  std::uint8_t flags = 0;
+  REQUIRE(DecodeHandshakePayload(hello.data() + 75, plaintextSize, decoded, decodedToken, flags));
+  CHECK(decoded.idleTimeoutMs == 30'000);
+  CHECK(decodedToken == token);
+  CHECK(flags == 1);
+  // One padding byte fewer, with a valid checksum: under the Hello size.
+  const Bytes shortHello = Seal(Bytes(hello.begin(), hello.end() - kChecksumSize - 1));
+  CHECK(DecodePacket(shortHello.data(), shortHello.size(), packet) == DecodeStatus::BadHelloSize);
+
+  Bytes welcome(kHelloSize);
+  PacketWriter welcomeWriter(welcome.data(), welcome.size());
+  welcomeWriter.BeginSecureWelcome(0x1111u, 0x2222u, ephemeral, parameters, token, 0, sealer);
+  const std::size_t size = welcomeWriter.Finish();
+  CHECK(size < 130);  // far smaller than the 1200-byte datagram it answers
+  welcome.resize(size);
+  REQUIRE(DecodePacket(welcome.data(), welcome.size(), packet) == DecodeStatus::Ok);
+  CHECK(packet.header.type == PacketType::SecureWelcome);
+  CHECK(packet.header.destination == 0x1111u);
+  CHECK(packet.header.source == 0x2222u);
+  CHECK(packet.authenticatedSize == 49);
+  CHECK(sealer.Protection().Open(0, welcome.data(), 49, 49 + packet.framesSize, plaintextSize));
+
+  Bytes refusal(64);
+  PacketWriter refusalWriter(refusal.data(), refusal.size());
+  refusalWriter.BeginAuthRefusal(0x1111u);
+  CHECK(refusalWriter.Finish() == kRefusalPacketSize);
 }

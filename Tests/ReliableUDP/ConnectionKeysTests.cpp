@@ -1,0 +1,134 @@
+// Key phases (issue 20): both ends of a connection update their keys together, packets
+// reordered across an update still open, and nothing a forger sends moves the keys.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ReliableUDP/Detail/ConnectionKeys.h"
+
+using namespace timerwheel::rudp::detail;
+
+namespace {
+
+TrafficSecrets Secrets() {
+  TrafficSecrets secrets;
+  for (std::size_t i = 0; i < secrets.client.size(); ++i) {
+    secrets.client[i] = static_cast<std::uint8_t>(i);
+    secrets.server[i] = static_cast<std::uint8_t>(0xA0 + i);
+  }
+  return secrets;
+}
+
+struct Sealed {
+  PacketNumber number = 0;
+  bool phaseBit = false;
+  std::vector<std::uint8_t> bytes;
+};
+
+constexpr std::size_t kHeaderSize = 9;
+
+Sealed Send(ConnectionKeys& keys, PacketNumber number, const std::string& text) {
+  Sealed packet;
+  packet.number = number;
+  packet.phaseBit = keys.PrepareSend();
+  packet.bytes.assign(kHeaderSize, static_cast<std::uint8_t>(packet.phaseBit ? 0x81 : 0x80));
+  packet.bytes.insert(packet.bytes.end(), text.begin(), text.end());
+  packet.bytes.resize(packet.bytes.size() + kAeadTagSize);
+  keys.Seal(number, packet.bytes.data(), kHeaderSize, text.size());
+  return packet;
+}
+
+// Opens a copy (the original stays sealed, for replays); the text, or "" if refused.
+std::string Receive(ConnectionKeys& keys, const Sealed& packet) {
+  std::vector<std::uint8_t> copy = packet.bytes;
+  std::size_t size = 0;
+  if (!keys.Open(packet.number, packet.phaseBit, copy.data(), kHeaderSize, copy.size(), size)) {
+    return "";
+  }
+  return std::string(copy.begin() + kHeaderSize, copy.begin() + kHeaderSize + size);
+}
+
+}  // namespace
+
+TEST_CASE("each side seals with its own direction's key and opens the other's", "[rudp][crypto]") {
+  for (const AeadAlgorithm algorithm :
+       {AeadAlgorithm::ChaCha20Poly1305, AeadAlgorithm::Aes256Gcm}) {
+    if (algorithm == AeadAlgorithm::Aes256Gcm && !Aes256GcmAvailable()) continue;
+    ConnectionKeys client(algorithm, Secrets(), true);
+    ConnectionKeys server(algorithm, Secrets(), false);
+    CHECK(Receive(server, Send(client, 0, "to the server")) == "to the server");
+    CHECK(Receive(client, Send(server, 0, "to the client")) == "to the client");
+    // A side cannot open its own packets: the directions' keys differ (no reflection).
+    CHECK(Receive(client, Send(client, 1, "reflected")).empty());
+  }
+}
+
+TEST_CASE("keys update after packetsPerKey packets, both sides together, across reordering",
+          "[rudp][crypto]") {
+  constexpr std::uint64_t kPerKey = 4;
+  ConnectionKeys client(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, kPerKey);
+  ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, kPerKey);
+
+  // Phase 0: the client may not update before it has heard from the server in phase 0.
+  std::vector<Sealed> early;
+  for (PacketNumber n = 0; n < 6; ++n) early.push_back(Send(client, n, "p" + std::to_string(n)));
+  CHECK(client.Phase() == 0);
+  CHECK_FALSE(early.back().phaseBit);
+  CHECK(Receive(client, Send(server, 0, "hello")) == "hello");
+  // Now it may: packet 6 goes out in phase 1, while 4 and 5 (phase 0) are still on the way.
+  const Sealed updated = Send(client, 6, "p6");
+  CHECK(updated.phaseBit);
+  CHECK(client.Phase() == 1);
+  for (PacketNumber n = 0; n < 4; ++n) CHECK(Receive(server, early[n]) == "p" + std::to_string(n));
+
+  // The server sees phase 1 first, then the reordered phase-0 packets.
+  CHECK(Receive(server, updated) == "p6");
+  CHECK(server.Phase() == 1);
+  CHECK(server.HasPreviousKey());
+  CHECK(Receive(server, early[5]) == "p5");
+  CHECK(Receive(server, early[4]) == "p4");
+  // The server answers in phase 1, which the client opens with its current key.
+  const Sealed answer = Send(server, 1, "ack");
+  CHECK(answer.phaseBit);
+  CHECK(Receive(client, answer) == "ack");
+  CHECK(client.Phase() == 1);
+
+  // Once the previous key is discarded, a late phase-0 packet no longer opens; nothing moves.
+  server.DiscardPreviousKey();
+  CHECK(Receive(server, early[4]).empty());
+  CHECK(server.Phase() == 1);
+  CHECK(Receive(server, Send(client, 7, "p7")) == "p7");
+}
+
+TEST_CASE("a forged or altered packet with the other phase bit does not move the keys",
+          "[rudp][crypto]") {
+  ConnectionKeys client(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, 4);
+  ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 4);
+  Sealed packet = Send(client, 0, "genuine");
+  Sealed forged = packet;
+  forged.phaseBit = !forged.phaseBit;  // the bit as an attacker flips it
+  CHECK(Receive(server, forged).empty());
+  forged = packet;
+  forged.phaseBit = true;
+  forged.bytes[kHeaderSize] ^= 1;
+  CHECK(Receive(server, forged).empty());
+  CHECK(server.Phase() == 0);
+  CHECK_FALSE(server.HasPreviousKey());
+  CHECK(Receive(server, packet) == "genuine");
+}
+
+TEST_CASE("long-running connections step through many phases", "[rudp][crypto]") {
+  ConnectionKeys client(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, 2);
+  ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 2);
+  PacketNumber clientNumber = 0, serverNumber = 0;
+  for (int round = 0; round < 50; ++round) {
+    const std::string text = "round " + std::to_string(round);
+    REQUIRE(Receive(server, Send(client, clientNumber++, text)) == text);
+    REQUIRE(Receive(client, Send(server, serverNumber++, text)) == text);
+    server.DiscardPreviousKey();
+    client.DiscardPreviousKey();
+  }
+  CHECK(client.Phase() >= 10);
+  CHECK(client.Phase() - server.Phase() <= 1);
+}

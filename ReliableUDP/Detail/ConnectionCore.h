@@ -109,6 +109,9 @@ class ConnectionCore final : private IPacketFate {
   bool IsEncrypted() const noexcept { return m_keys != nullptr; }
   // The key phase (key updates so far); 0 for a plaintext connection.
   std::uint64_t KeyPhase() const noexcept { return m_keys ? m_keys->Phase() : 0; }
+  // The packet keys (nullptr: plaintext). For tests and fuzzers that seal packets as this
+  // connection would, to reach the frame decoder behind the AEAD.
+  ConnectionKeys* Keys() noexcept { return m_keys.get(); }
   // Client, while connecting: the server refused (ServerBusy). Ends the connection.
   void OnRefusal();
   // The peer sent a Reset with this connection's token: it has lost the connection. Ends it

@@ -558,6 +558,11 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
   return sizes;
 }
 
+ConnectionCore* EndpointCore::FindConnection(ConnectionId localId) noexcept {
+  const auto found = m_byId.find(localId);
+  return found == m_byId.end() ? nullptr : m_slots[found->second].connection.get();
+}
+
 std::uint32_t EndpointCore::AllocateSlot() {
   if (!m_freeSlots.empty()) {
     const std::uint32_t slot = m_freeSlots.back();

@@ -68,6 +68,9 @@ class EndpointCore final : public ITimer {
     std::size_t admissionPrefixes = 0;
   };
   TableSizes Tables() const;
+  // The connection whose own ID is `localId` (nullptr: none). For tests and fuzzers that speak
+  // for its peer with its keys (ConnectionCore::Keys).
+  ConnectionCore* FindConnection(ConnectionId localId) noexcept;
   EndpointContext& Context() noexcept { return m_context; }
   Microseconds Now() const { return m_io.Now(); }
 

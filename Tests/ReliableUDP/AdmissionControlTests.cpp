@@ -1,6 +1,7 @@
 // Admission control (issue 14 item 3): per-address and per-prefix connection limits, a
 // new-connection rate, and the explicit, stateless, bounded refusal that makes AsyncConnect fail
-// with ServerBusy within one round trip. Deterministic: simulated network.
+// with ServerBusy within one round trip. Deterministic: simulated network. The full-server refusal
+// runs encrypted too.
 #include <boost/asio/ip/address_v6.hpp>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "ReliableUDP/Error.h"
+#include "ReliableUDP/Support/PeerPackets.h"
 #include "ReliableUDP/Support/RawHandshake.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
@@ -70,6 +72,39 @@ TEST_CASE("one address changing only its connection ID gets at most the per-addr
   CHECK(stats.bytesSent * 20 < stats.bytesReceived);
 }
 
+// The same limit against whole handshakes from one endpoint (keyed ones when encrypted: each costs
+// the server an X25519 before it can be judged, so admission must come first).
+TEMPLATE_TEST_CASE("one endpoint's flood of real handshakes gets at most the per-address limit",
+                   "[rudp][sim][hostile][admission]", Plaintext, Encrypted) {
+  SimulatedNetwork network(1415);
+  auto options = Server();
+  options.maxConnectionsPerAddress = 8;
+  rudp::EndpointOptions clientOptions;
+  TestType::Configure(options, clientOptions);
+  SimulatedHost& server = network.AddHost(9000, options);
+  SimulatedHost& client = network.AddHost(9001, clientOptions);
+  std::vector<std::shared_ptr<rudp::Connection>> accepted, connected;
+  int busy = 0, ended = 0;
+  for (int i = 0; i < 40; ++i) {
+    server.Accept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+      if (!ec) accepted.push_back(std::move(c));
+    });
+    client.Connect(server.Address(),
+                   [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+                     ++ended;
+                     busy += ec == rudp::Error::ServerBusy;
+                     if (!ec) connected.push_back(std::move(c));
+                   });
+  }
+  REQUIRE(network.RunFor(30 * kSecond, [&] { return ended == 40; }));
+  CHECK(connected.size() == 8);
+  CHECK(busy == 32);
+  CHECK(server.Statistics().connectionsOpen == 8);
+  CHECK(server.Core().Tables().handshakes <= 8);
+  REQUIRE_FALSE(accepted.empty());
+  CHECK(accepted.front()->GetStatistics().encrypted == TestType::kEncrypted);
+}
+
 TEST_CASE("the per-prefix limit counts /24 for IPv4 and /56 for IPv6",
           "[rudp][sim][hostile][admission]") {
   SimulatedNetwork network(1412);
@@ -112,13 +147,16 @@ TEST_CASE("the new-connection rate is limited and recovers", "[rudp][sim][hostil
   CHECK(welcomed == 2);
 }
 
-TEST_CASE("a full server refuses at once and AsyncConnect fails with ServerBusy in one round trip",
-          "[rudp][sim][hostile][admission]") {
+TEMPLATE_TEST_CASE(
+    "a full server refuses at once and AsyncConnect fails with ServerBusy in one round trip",
+    "[rudp][sim][hostile][admission]", Plaintext, Encrypted) {
   SimulatedNetwork network(1414);
   auto options = Server();
   options.maxConnections = 2;
+  rudp::EndpointOptions clientOptions;
+  TestType::Configure(options, clientOptions);
   SimulatedHost& server = network.AddHost(9000, options);
-  SimulatedHost& client = network.AddHost(9001);
+  SimulatedHost& client = network.AddHost(9001, clientOptions);
   std::vector<std::shared_ptr<rudp::Connection>> accepted;
   for (int i = 0; i < 3; ++i) {
     server.Accept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
@@ -131,6 +169,7 @@ TEST_CASE("a full server refuses at once and AsyncConnect fails with ServerBusy 
                                          std::shared_ptr<rudp::Connection>) { connected += !ec; });
   }
   REQUIRE(network.RunFor(kSecond, [&] { return connected == 2; }));
+  CHECK(accepted.at(0)->GetStatistics().encrypted == TestType::kEncrypted);
 
   boost::system::error_code result;
   bool done = false;

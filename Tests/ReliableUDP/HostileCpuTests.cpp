@@ -3,7 +3,9 @@
 // peer that never lets data through (slowloris), replays that draw ACKs (reflection), ACKs of
 // packets never received (optimistic ACK), and a HelloWithCookie replayed with a forged cookie.
 // Each test plays the attacker on the simulated network, with packets built by hand from the
-// documented wire format, and asserts the bound with a counter.
+// documented wire format, and asserts the bound with a counter. Those that make sense against a
+// keyed server run twice (Plaintext, Encrypted): encrypted, the attacker seals its packets with
+// the hijacked connection's own keys.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -12,9 +14,11 @@
 #include <set>
 #include <vector>
 
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/PacketNumberSkipper.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/MessageStream.h"
+#include "ReliableUDP/Support/PeerPackets.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 using namespace timerwheel;
@@ -30,7 +34,8 @@ constexpr Microseconds kMillisecond = 1'000;
 
 // A server and a client with one connection. The tap learns both connection IDs and every Data
 // packet number the server sends; once Hijack() is called, the client's own datagrams no longer
-// reach the server and the test speaks for the client (same address, the server's connection ID).
+// reach the server and the test speaks for the client (same address, the server's connection ID,
+// and on an encrypted connection the client's keys). serverStream is known only in plaintext.
 struct Hijacked {
   explicit Hijacked(SimulatedNetwork& network_, rudp::EndpointOptions serverOptions = {},
                     rudp::EndpointOptions clientOptions = {})
@@ -46,9 +51,10 @@ struct Hijacked {
         ++serverDatagrams;
         serverBytes += datagram.size();
         if (packet.header.type == PacketType::Welcome) ++welcomes;
-        if (packet.header.type != PacketType::Data) return;
+        if (packet.header.type != PacketType::Data && !IsSecureData(packet.header.type)) return;
         clientId = packet.header.destination;
         serverSent.insert(packet.header.packetNumber);
+        if (packet.header.type != PacketType::Data) return;
         FrameReader reader(packet.frames, packet.framesSize);
         Frame frame;
         while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
@@ -56,7 +62,8 @@ struct Hijacked {
         }
       } else if (from == client->Address()) {
         if (packet.header.type == PacketType::HelloWithCookie) helloWithCookie = datagram;
-        if (packet.header.type != PacketType::Data) return;
+        if (packet.header.type == PacketType::Hello) clientId = packet.header.source;
+        if (packet.header.type != PacketType::Data && !IsSecureData(packet.header.type)) return;
         serverId = packet.header.destination;
         clientLargest = std::max(clientLargest, packet.header.packetNumber);
         clientPackets.push_back(datagram);
@@ -90,17 +97,19 @@ struct Hijacked {
     down.down = true;
     network.SetLink(client->Address(), server->Address(), down);
     nextPacketNumber = clientLargest + 1;
+    // The client's side may end meanwhile (nothing it sends arrives), and its endpoint then
+    // forgets it; clientSide keeps it, and its keys, alive.
+    sender = client->Core().FindConnection(clientId);
+    REQUIRE(sender != nullptr);
   }
 
-  // A Data packet from the client's address, with the next of the client's packet numbers.
+  // A Data packet from the client's address, with the next of the client's packet numbers
+  // (sealed with the client's keys if the connection is encrypted).
   std::vector<std::uint8_t> Packet(const std::function<void(PacketWriter&)>& frames,
                                    std::size_t capacity = 1200) {
-    std::vector<std::uint8_t> datagram(capacity);
-    PacketWriter writer(datagram.data(), datagram.size());
-    writer.BeginData(serverId, nextPacketNumber++);
-    frames(writer);
-    datagram.resize(writer.Finish());
-    return datagram;
+    if (sender == nullptr) sender = client->Core().FindConnection(clientId);
+    REQUIRE(sender != nullptr);
+    return WriteDataPacket(sender->Keys(), serverId, nextPacketNumber++, frames, capacity);
   }
   void Send(const std::vector<std::uint8_t>& datagram) {
     server->Deliver(client->Address(), datagram);
@@ -137,6 +146,7 @@ struct Hijacked {
   ConnectionId serverId = 0, clientId = 0;
   PacketNumber clientLargest = 0;
   PacketNumber nextPacketNumber = 0;
+  ConnectionCore* sender = nullptr;  // the client's side, whose keys seal what the test sends
   std::set<PacketNumber> serverSent;
   std::set<PacketNumber> serverStream;  // those of serverSent that carried stream data
   std::vector<std::vector<std::uint8_t>> clientPackets;
@@ -160,13 +170,15 @@ bool WaitClosed(SimulatedNetwork& network, Connection& connection, Microseconds 
 // Item 1. The client leaves one packet unacknowledged, so its Lost record holds every later one
 // (for 3 PTOs; a 999 ms max_ack_delay makes that 3 s), then sends ACK frames that repeat
 // everything it acknowledged before. Each record must not be walked again per frame.
-TEST_CASE("repeated ACK ranges cost O(ranges) however many sent packets are held",
-          "[rudp][sim][hostile][hostile-cpu]") {
+TEMPLATE_TEST_CASE("repeated ACK ranges cost O(ranges) however many sent packets are held",
+                   "[rudp][sim][hostile][hostile-cpu]", Plaintext, Encrypted) {
   SimulatedNetwork network(1401);
-  rudp::EndpointOptions clientOptions;
+  rudp::EndpointOptions serverOptions, clientOptions;
   clientOptions.maxAckDelay = 999;
-  Hijacked h(network, {}, clientOptions);
+  TestType::Configure(serverOptions, clientOptions);
+  Hijacked h(network, serverOptions, clientOptions);
   REQUIRE(h.serverSide);
+  CHECK(h.serverSide->GetStatistics().encrypted == TestType::kEncrypted);
   REQUIRE(h.Transfer(5));
   h.Hijack();
 
@@ -410,11 +422,14 @@ TEST_CASE("a quiet connection whose peer answers keepalives stays open past the 
 // Item 6. A replayed PING used to draw an immediate ACK every time, carrying every range the
 // server remembers (so far larger than the PING). Now: at most one such ACK per RTT, and their
 // bytes at most 3x the duplicates' bytes (plus the one ACK that crosses the line).
-TEST_CASE("replayed packets draw at most one ACK per RTT and 3x their bytes",
-          "[rudp][sim][hostile][hostile-cpu][reflection]") {
+TEMPLATE_TEST_CASE("replayed packets draw at most one ACK per RTT and 3x their bytes",
+                   "[rudp][sim][hostile][hostile-cpu][reflection]", Plaintext, Encrypted) {
   SimulatedNetwork network(1406);
-  Hijacked h(network);
+  rudp::EndpointOptions serverOptions, clientOptions;
+  TestType::Configure(serverOptions, clientOptions);
+  Hijacked h(network, serverOptions, clientOptions);
   REQUIRE(h.serverSide);
+  CHECK(h.serverSide->GetStatistics().encrypted == TestType::kEncrypted);
   REQUIRE(h.Transfer(5, /*toServer*/ false));  // the server gets its RTT samples
   h.Hijack();
   // Packets with gaps between them: the server's ACKs now carry kMaxAckRanges ranges.

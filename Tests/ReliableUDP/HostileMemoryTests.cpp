@@ -1,6 +1,7 @@
 // ReliableUDP against peers that try to exhaust the server's memory (issue 14, items 2 and 4):
 // scattered tiny STREAM frames, budgets per connection and per endpoint, memory given back after
-// an attack. Each test asserts its bound with a counter. Deterministic: simulated network.
+// an attack. Each test asserts its bound with a counter. Deterministic: simulated network. The
+// scattered-frames attack runs encrypted too, sealed with the connection's own keys.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <utility>
@@ -36,11 +37,16 @@ rudp::EndpointOptions LargeDatagramOptions() {
 
 }  // namespace
 
-TEST_CASE("one-byte frames scattered over the window hold memory proportional to their bytes",
-          "[rudp][sim][hostile][memory]") {
+TEMPLATE_TEST_CASE(
+    "one-byte frames scattered over the window hold memory proportional to their bytes",
+    "[rudp][sim][hostile][memory]", Plaintext, Encrypted) {
   SimulatedNetwork network(1401);
-  HostileHarness h(network, LargeDatagramOptions(), 1);
+  auto serverOptions = LargeDatagramOptions();
+  rudp::EndpointOptions clientOptions;
+  TestType::Configure(serverOptions, clientOptions);
+  HostileHarness h(network, serverOptions, 1, clientOptions);
   REQUIRE(h.serverSides.size() == 1);
+  CHECK(h.serverSides.at(0)->GetStatistics().encrypted == TestType::kEncrypted);
   const ConnectionId id = h.ServerIds().at(0);
   h.SendStream(id, ScatteredOneByteFrames());
   const auto stats = h.server->Statistics();

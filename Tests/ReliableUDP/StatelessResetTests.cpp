@@ -1,7 +1,8 @@
 // Stateless reset (issue 14 item 9, RFC 9000 10.3): an endpoint that gets a packet for a
 // connection it does not know answers with a Reset carrying that connection's token, smaller
 // than the packet and rate-limited; the peer ends the connection at once with ConnectionReset.
-// Deterministic: simulated network.
+// Deterministic: simulated network. A restarted server's reset runs encrypted too: the token
+// travels in the sealed handshake, and the restarted server derives it from its secret as before.
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 #include "ReliableUDP/Detail/StatelessReset.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Error.h"
+#include "ReliableUDP/Support/PeerPackets.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 using namespace timerwheel;
@@ -32,11 +34,17 @@ ResetToken Secret(std::uint8_t seed) {
 // A client connected to a server on port 9000; the server can be "restarted": shut down without
 // a word to its peers (state lost), and a new one started on the same address.
 struct Restartable {
-  Restartable(SimulatedNetwork& network_, const ResetToken& secret) : network(network_) {
+  // configure: Plaintext::Configure or Encrypted::Configure.
+  Restartable(SimulatedNetwork& network_, const ResetToken& secret,
+              void (*configure)(rudp::EndpointOptions&,
+                                rudp::EndpointOptions&) = Plaintext::Configure)
+      : network(network_) {
     serverOptions.acceptIncoming = true;
     serverOptions.statelessResetKey = secret;
+    rudp::EndpointOptions clientOptions;
+    configure(serverOptions, clientOptions);
     server = &network.AddHost(9000, serverOptions);
-    client = &network.AddHost(9001);
+    client = &network.AddHost(9001, clientOptions);
     server->Accept([this](boost::system::error_code, std::shared_ptr<rudp::Connection> c) {
       serverSide = std::move(c);
     });
@@ -99,11 +107,12 @@ TEST_CASE("tokens derive from the secret and the connection ID", "[rudp][reset]"
   CHECK(random1.For(42) != random2.For(42));
 }
 
-TEST_CASE("a server restarted with its secret resets a client's connection at once",
-          "[rudp][sim][hostile][reset]") {
+TEMPLATE_TEST_CASE("a server restarted with its secret resets a client's connection at once",
+                   "[rudp][sim][hostile][reset]", Plaintext, Encrypted) {
   SimulatedNetwork network(1421);
-  Restartable r(network, Secret(9));
+  Restartable r(network, Secret(9), TestType::Configure);
   REQUIRE(r.clientSide);
+  CHECK(r.clientSide->GetStatistics().encrypted == TestType::kEncrypted);
   r.RestartServer(Secret(9));
   const Microseconds start = network.Now();
   const auto error = r.SendUntilEnded(60 * kSecond);

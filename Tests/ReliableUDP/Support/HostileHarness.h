@@ -1,5 +1,6 @@
 // A server and a client with N connections on the simulated network, and what a wiretap learned
-// about them: the tests of hostile peers inject crafted packets into those connections.
+// about them: the tests of hostile peers inject crafted packets into those connections (sealed
+// with the client's keys when the connections are encrypted).
 #pragma once
 
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <memory>
 #include <vector>
 
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/FrameWriting.h"
+#include "ReliableUDP/Support/PeerPackets.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 namespace timerwheel::test {
@@ -35,13 +38,18 @@ struct HostileHarness {
       }
       if (from == client->Address()) {
         ++clientDatagrams;
-        if (packet.header.type != rudp::detail::PacketType::Data) return;
+        if (packet.header.type != rudp::detail::PacketType::Data &&
+            !rudp::detail::IsSecureData(packet.header.type)) {
+          return;
+        }
         auto& largest = clientLargest[packet.header.destination];
         largest = std::max(largest, packet.header.packetNumber);
       } else if (from == server->Address()) {
-        if (packet.header.type == rudp::detail::PacketType::Welcome) {
+        if (packet.header.type == rudp::detail::PacketType::Welcome ||
+            packet.header.type == rudp::detail::PacketType::SecureWelcome) {
           // The server's connection ID. Crafted packets number from 100 on (the client sends
           // nothing of its own in these tests before then).
+          clientIdOf[packet.header.source] = packet.header.destination;
           auto& largest = clientLargest[packet.header.source];
           largest = std::max<rudp::detail::PacketNumber>(largest, 100);
         }
@@ -83,24 +91,27 @@ struct HostileHarness {
   rudp::detail::PacketNumber SendStream(
       rudp::detail::ConnectionId serverId,
       const std::vector<std::pair<std::uint64_t, std::size_t>>& frames) {
-    std::vector<std::uint8_t> datagram(rudp::detail::kMaxDatagramSize);
     const rudp::detail::PacketNumber number = ++clientLargest[serverId];
-    rudp::detail::PacketWriter writer(datagram.data(), datagram.size());
-    writer.BeginData(serverId, number);
+    rudp::detail::ConnectionCore* const sender =
+        client->Core().FindConnection(clientIdOf[serverId]);
+    if (sender == nullptr) throw std::logic_error("HostileHarness: no such connection");
     const std::vector<std::uint8_t> bytes(64 * 1024, 0x42);
-    for (const auto& frame : frames) {
-      std::size_t written = 0;
-      if (!AppendStreamFrame(writer, frame.first, bytes.data(), frame.second, &written) ||
-          written != frame.second) {
-        throw std::logic_error("HostileHarness: the frames do not fit in one datagram");
-      }
-    }
-    datagram.resize(writer.Finish());
+    const auto datagram =
+        WriteDataPacket(sender->Keys(), serverId, number, [&](rudp::detail::PacketWriter& writer) {
+          for (const auto& frame : frames) {
+            std::size_t written = 0;
+            if (!AppendStreamFrame(writer, frame.first, bytes.data(), frame.second, &written) ||
+                written != frame.second) {
+              throw std::logic_error("HostileHarness: the frames do not fit in one datagram");
+            }
+          }
+        });
     server->Deliver(client->Address(), datagram);
     return number;
   }
 
-  // Whether any ACK the server sent acknowledges `number` (of any connection's client).
+  // Whether any ACK the server sent acknowledges `number` (of any connection's client). Plaintext
+  // connections only: the ACKs of encrypted ones are sealed.
   bool ServerAcked(rudp::detail::PacketNumber number) const {
     for (const auto& datagram : serverPackets) {
       rudp::detail::DecodedPacket packet;
@@ -128,6 +139,7 @@ struct HostileHarness {
   SimulatedHost* client = nullptr;
   std::vector<std::shared_ptr<rudp::Connection>> clientSides, serverSides;
   std::map<rudp::detail::ConnectionId, rudp::detail::PacketNumber> clientLargest;
+  std::map<rudp::detail::ConnectionId, rudp::detail::ConnectionId> clientIdOf;  // by server ID
   std::vector<std::vector<std::uint8_t>> serverPackets;
   std::uint64_t clientDatagrams = 0, serverDatagrams = 0, serverBytes = 0;
 };

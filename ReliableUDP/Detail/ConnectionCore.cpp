@@ -106,7 +106,7 @@ void ConnectionCore::StartClient(Microseconds now) {
   if (m_context.pinsServerKey) PrepareClientHandshake();
   SendHandshakePacket(now);
   m_idleDeadline = now + Microseconds{m_context.options.handshakeTimeout} * 1000;
-  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
+  ArmDeadlineTimer(now);
 }
 
 void ConnectionCore::SendHandshakePacket(Microseconds now) {
@@ -344,6 +344,7 @@ void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::
     ++m_context.stats.droppedAuthenticationFailed;  // forged, altered, or another key's
     return;
   }
+  AfterKeyUse(now);
   DecodedPacket plaintext = packet;
   plaintext.frames = opened + packet.authenticatedSize;
   plaintext.framesSize = plaintextSize;
@@ -590,9 +591,14 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
       }
       break;
     case TimerKind::ConnectionDeadline:
+      // RFC 9001 6.5: three PTOs after an update, a packet reordered across it has arrived or
+      // been declared lost (and its data resent under the new key): the old key can go.
+      if (m_previousKeyDeadline != 0 && now >= m_previousKeyDeadline) {
+        m_previousKeyDeadline = 0;
+        if (m_keys) m_keys->DiscardPreviousKey();
+      }
       if (now < m_idleDeadline) {
-        ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline,
-                 now);  // was clamped to the maximum timeout
+        ArmDeadlineTimer(now);  // for the idle deadline (or clamped to the maximum timeout)
       } else if (m_phase == Phase::Draining) {
         Terminate(m_endReason);
       } else if (m_phase != Phase::Closed) {
@@ -655,7 +661,20 @@ void ConnectionCore::RestartIdleTimer(Microseconds now) {
     if (m_oldestDataSince == 0) m_oldestDataSince = now;
     m_idleDeadline = std::min(m_idleDeadline, m_oldestDataSince + IdleTimeout());
   }
-  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
+  ArmDeadlineTimer(now);
+}
+
+void ConnectionCore::ArmDeadlineTimer(Microseconds now) {
+  const Microseconds deadline =
+      m_previousKeyDeadline != 0 ? std::min(m_idleDeadline, m_previousKeyDeadline) : m_idleDeadline;
+  ArmTimer(TimerKind::ConnectionDeadline, deadline, now);
+}
+
+void ConnectionCore::AfterKeyUse(Microseconds now) {
+  if (!m_keys->TakePhaseChange()) return;
+  // A later update before the deadline restarts it: the key it keeps is the newer one.
+  m_previousKeyDeadline = now + 3 * m_loss.ProbeTimeout();
+  ArmDeadlineTimer(now);
 }
 
 void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
@@ -744,6 +763,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   DataSealer sealer(m_keys.get(), sent.packetNumber);
   if (m_keys) {
     writer.BeginSecureData(m_peerId, sent.packetNumber, m_keys->PrepareSend(), sealer);
+    AfterKeyUse(now);
   } else {
     writer.BeginData(m_peerId, sent.packetNumber);
   }
@@ -1006,7 +1026,7 @@ void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {
   CancelTimer(TimerKind::Keepalive);
   // Stay to acknowledge a CLOSE the peer sends again because our ACK was lost.
   m_idleDeadline = now + 3 * m_loss.ProbeTimeout();
-  ArmTimer(TimerKind::ConnectionDeadline, m_idleDeadline, now);
+  ArmDeadlineTimer(now);
 }
 
 void ConnectionCore::Terminate(EngineError reason) {

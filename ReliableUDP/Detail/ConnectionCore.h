@@ -231,6 +231,12 @@ class ConnectionCore final : private IPacketFate {
   void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
+  // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
+  // m_previousKeyDeadline (when set).
+  void ArmDeadlineTimer(Microseconds now);
+  // After the keys sealed or opened a packet: if that changed the key phase, the previous
+  // phase's key is to go 3 PTOs from now.
+  void AfterKeyUse(Microseconds now);
   void RestartKeepaliveTimer(Microseconds now);
   void ReleaseIdleMemory();
   void UpdateLossTimer(Microseconds now);
@@ -315,6 +321,9 @@ class ConnectionCore final : private IPacketFate {
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;
+  // When the previous key phase's receive key goes (0: none held, or plaintext). It shares the
+  // ConnectionDeadline timer: a key update costs no timer of its own.
+  Microseconds m_previousKeyDeadline = 0;
 
   // What GetStatistics reports beyond LossRecovery's figures. Kept apart from
   // ConnectionStatistics (whose RTT and congestion fields come from LossRecovery) because every

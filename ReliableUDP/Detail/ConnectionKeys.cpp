@@ -72,6 +72,7 @@ void ConnectionKeys::MoveToNextPhase() {
   m_nextReceiveSecret = NextTrafficSecret(m_nextReceiveSecret);
   ReceiveKey(m_phase + 1).emplace(m_algorithm, PacketKeyFromSecret(m_nextReceiveSecret));
   m_hasPrevious = true;
+  m_phaseChanged = true;
   m_sealedInPhase = 0;
   m_peerInPhase = false;
   m_lowestReceivedInPhase = std::numeric_limits<PacketNumber>::max();

@@ -25,6 +25,7 @@ namespace timerwheel::rudp::detail {
 // update still open under the previous key, kept until DiscardPreviousKey (the connection calls
 // it some PTOs after the update): a packet with the other bit is from the previous phase if its
 // number is below every number received in the current phase, else from the next.
+// TakePhaseChange tells the owner that a phase change happened, so it can time the discard.
 //
 // No allocation after construction. Not thread-safe (the connection's caller serialises).
 class ConnectionKeys {
@@ -50,6 +51,12 @@ class ConnectionKeys {
             std::size_t sealedSize, std::size_t& payloadSize);
 
   void DiscardPreviousKey() noexcept;
+  // True once after each phase change (ours or the peer's), false otherwise.
+  bool TakePhaseChange() noexcept {
+    const bool changed = m_phaseChanged;
+    m_phaseChanged = false;
+    return changed;
+  }
   bool HasPreviousKey() const noexcept { return m_hasPrevious; }
   std::uint64_t Phase() const noexcept { return m_phase; }
 
@@ -69,6 +76,7 @@ class ConnectionKeys {
   // a phase change replaces the previous phase's key by the one after next, in place.
   std::optional<PacketProtection> m_receiveKeys[3];
   bool m_hasPrevious = false;
+  bool m_phaseChanged = false;  // since the last TakePhaseChange
   std::uint64_t m_sealedInPhase = 0;
   bool m_peerInPhase = false;  // a packet of the current phase arrived from the peer
   PacketNumber m_lowestReceivedInPhase = (std::numeric_limits<PacketNumber>::max)();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Error.h"
@@ -382,6 +383,88 @@ TEST_CASE(
   // Reordered packets from before an update opened under the previous key: none was dropped.
   CHECK(client.Statistics().droppedAuthenticationFailed == 0);
   CHECK(server.Statistics().droppedAuthenticationFailed == 0);
+}
+
+TEST_CASE("the previous key is dropped 3 PTOs after a key update by the connection's own timer",
+          "[rudp][crypto][encryption]") {
+  SimulatedNetwork network(2009);
+  const auto key = rudp::MakeServerKeyPair();
+  rudp::EndpointOptions serverOptions;
+  serverOptions.acceptIncoming = true;
+  serverOptions.serverSecretKey = key.secretKey;
+  rudp::EndpointOptions clientOptions;
+  clientOptions.serverPublicKey = key.publicKey;
+  auto& server = network.AddHost(9000, serverOptions);
+  auto& client = network.AddHost(9001, clientOptions);
+  server.Core().Context().packetsPerKey = 64;
+  client.Core().Context().packetsPerKey = 64;
+  // The newest packet the client sealed in phase 0, and both connection IDs.
+  std::vector<std::uint8_t> oldPacket;
+  ConnectionId serverId = 0, clientId = 0;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,
+                    const std::vector<std::uint8_t>& datagram) {
+    DecodedPacket packet;
+    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok ||
+        !IsSecureData(packet.header.type)) {
+      return;
+    }
+    if (from == client.Address()) {
+      serverId = packet.header.destination;
+      if (!packet.header.keyPhase) oldPacket = datagram;
+    } else {
+      clientId = packet.header.destination;
+    }
+  };
+  std::shared_ptr<Connection> clientSide, serverSide;
+  server.Accept(
+      [&](boost::system::error_code, std::shared_ptr<Connection> c) { serverSide = std::move(c); });
+  client.Connect(server.Address(), [&](boost::system::error_code, std::shared_ptr<Connection> c) {
+    clientSide = std::move(c);
+  });
+  network.RunFor(10 * kSecond, [&] { return clientSide && serverSide; });
+  REQUIRE(clientSide);
+  REQUIRE(serverSide);
+
+  // Messages one at a time until the client's 65th packet updates the keys and the server
+  // follows: the last one stops the exchange right at the update.
+  SendText(serverSide, "hello");  // the client's first packets must find the server in phase 0
+  REQUIRE(ReceiveOne(network, clientSide) == "hello");
+  ConnectionCore* const serverCore = server.Core().FindConnection(serverId);
+  REQUIRE(serverCore != nullptr);
+  for (int i = 0; i < 200 && serverCore->KeyPhase() == 0; ++i) {
+    SendText(clientSide, "m");
+    REQUIRE(ReceiveOne(network, serverSide) == "m");
+  }
+  network.tap = nullptr;
+  REQUIRE(serverCore->KeyPhase() == 1);
+  ConnectionCore* const clientCore = client.Core().FindConnection(clientId);
+  REQUIRE(clientCore != nullptr);
+  REQUIRE(clientCore->KeyPhase() == 1);
+  REQUIRE_FALSE(oldPacket.empty());
+  const Microseconds update = network.Now();
+  CHECK(serverCore->Keys()->HasPreviousKey());
+  CHECK(clientCore->Keys()->HasPreviousKey());
+
+  // Just after the update, a packet of the previous phase still opens (a duplicate: not applied).
+  const auto failedBefore = server.Statistics().droppedAuthenticationFailed;
+  server.Deliver(client.Address(), oldPacket);
+  CHECK(server.Statistics().droppedAuthenticationFailed == failedBefore);
+
+  // The key goes with no further traffic, three PTOs later: at least three RTTs, well within a
+  // second here (20 ms RTT), and long before the next update, which would have replaced it.
+  REQUIRE(network.RunFor(kSecond, [&] { return !serverCore->Keys()->HasPreviousKey(); }));
+  const Microseconds held = network.Now() - update;
+  const auto rtt = serverSide->GetStatistics().smoothedRttMicroseconds;
+  CAPTURE(held, rtt);
+  CHECK(held >= 3 * rtt);
+  network.RunFor(kSecond);
+  CHECK_FALSE(clientCore->Keys()->HasPreviousKey());
+  CHECK(serverCore->KeyPhase() == 1);  // no update since: the discard was the timer's doing
+  // Now the previous phase's packet fails to open, and the connection goes on.
+  server.Deliver(client.Address(), oldPacket);
+  CHECK(server.Statistics().droppedAuthenticationFailed == failedBefore + 1);
+  SendText(clientSide, "after");
+  CHECK(ReceiveOne(network, serverSide) == "after");
 }
 
 TEST_CASE(

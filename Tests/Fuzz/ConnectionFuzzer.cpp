@@ -8,14 +8,16 @@
 // address): raw bytes, raw bytes with a valid CRC-32C, Data packets to the real connection ID with
 // a plausible packet number and frames from the input, and replays (optionally mutated) of real
 // datagrams captured by a tap on the network. The tap also learns the connection IDs and packet
-// numbers.
+// numbers. Encrypted (configuration bit 5), the Data packets it builds are sealed with the
+// impersonated sender's own keys, so that fuzzed frames still reach the engine's frame decoder.
 //
 // Invariants, any violation aborts:
 //  - nothing crashes and no exception escapes the endpoint;
 //  - every message an application receives is the next message its peer's application sent, byte
 //    for byte (no corruption, loss within the sequence, duplication or reordering), and never one
 //    that was not sent; every STREAM frame a real endpoint sends carries the bytes its
-//    application sent at that offset, and every frame it sends decodes;
+//    application sent at that offset, and every frame it sends decodes (plaintext only: the tap
+//    cannot open sealed packets without moving the recipient's key phase);
 //  - every handler runs exactly once (by the end, after both endpoints shut down); sends and
 //    receives that were queued complete in the order they were started; a send that failed is
 //    never followed by one that succeeds; an oversized send fails with MessageTooLarge; a
@@ -50,7 +52,10 @@
 
 #include "ConnectionOps.h"
 #include "FuzzInput.h"
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/Crc32c.h"
+#include "ReliableUDP/Detail/KeySchedule.h"
+#include "ReliableUDP/Detail/PacketProtection.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/FrameWriting.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
@@ -63,6 +68,7 @@ using timerwheel::rudp::Connection;
 using timerwheel::rudp::Error;
 using timerwheel::rudp::detail::ChunkPool;
 using timerwheel::rudp::detail::ConnectionId;
+using timerwheel::rudp::detail::ConnectionKeys;
 using timerwheel::rudp::detail::Crc32c;
 using timerwheel::rudp::detail::DecodedPacket;
 using timerwheel::rudp::detail::DecodePacket;
@@ -71,8 +77,10 @@ using timerwheel::rudp::detail::EndpointContext;
 using timerwheel::rudp::detail::Frame;
 using timerwheel::rudp::detail::FrameReader;
 using timerwheel::rudp::detail::FrameType;
+using timerwheel::rudp::detail::kAeadTagSize;
 using timerwheel::rudp::detail::kHelloSize;
 using timerwheel::rudp::detail::kMaxVarInt;
+using timerwheel::rudp::detail::kProtocolVersion;
 using timerwheel::rudp::detail::Microseconds;
 using timerwheel::rudp::detail::PacketNumber;
 using timerwheel::rudp::detail::PacketType;
@@ -207,6 +215,15 @@ class Harness {
     m_options = timerwheel::rudp::ValidateOptions(options);
     timerwheel::rudp::EndpointOptions serverOptions = options;
     serverOptions.acceptIncoming = true;
+    m_encrypted = (bits & timerwheel::fuzz::kConfigurationEncrypted) != 0;
+    if (m_encrypted) {
+      // Fixed, so an input means the same on every run (the keys only decide the bytes).
+      timerwheel::rudp::ServerKeyPair key;
+      key.secretKey.fill(0x5A);
+      key.publicKey = timerwheel::rudp::detail::X25519PublicKey(key.secretKey);
+      serverOptions.serverSecretKey = key.secretKey;
+      options.serverPublicKey = key.publicKey;
+    }
     m_hosts[kServer] = &m_network.AddHost(kServerPort, serverOptions);
     m_hosts[kClient] = &m_network.AddHost(kClientPort, options);
     m_network.tap = [this](const UdpEndpoint& from, const UdpEndpoint& to,
@@ -273,28 +290,39 @@ class Harness {
     switch (header.type) {
       case PacketType::Hello:
       case PacketType::HelloWithCookie:
+      case PacketType::SecureHelloWithCookie:
         if (sender == kClient && m_sides[kClient].id == 0) m_sides[kClient].id = header.source;
         break;
       case PacketType::Welcome:
+      case PacketType::SecureWelcome:
         if (sender == kServer && recipient == kClient) {
           m_sides[kClient].id = header.destination;
           m_sides[kServer].id = header.source;
         }
         break;
       case PacketType::Data:
+        NoteSent(sender, packet);
         CheckSentFrames(sender, packet);
+        break;
+      case PacketType::SecureData:
+      case PacketType::SecureDataPhase1:
+        NoteSent(sender, packet);
         break;
       default:
         break;
     }
   }
 
-  void CheckSentFrames(int sender, const DecodedPacket& packet) {
+  void NoteSent(int sender, const DecodedPacket& packet) {
     Side& side = m_sides[sender];
     if (!side.sentData || packet.header.packetNumber > side.largestSent) {
       side.largestSent = packet.header.packetNumber;
     }
     side.sentData = true;
+  }
+
+  void CheckSentFrames(int sender, const DecodedPacket& packet) {
+    const Side& side = m_sides[sender];
     FrameReader reader(packet.frames, packet.framesSize);
     while (!reader.AtEnd()) {
       Frame frame;
@@ -548,6 +576,37 @@ class Harness {
     return datagram;
   }
 
+  // Encrypted: the packet keys of `sender`'s connection, while its endpoint still has it.
+  ConnectionKeys* KeysOf(int sender) {
+    if (!m_encrypted) return nullptr;
+    timerwheel::rudp::detail::ConnectionCore* const connection =
+        m_hosts[sender]->Core().FindConnection(m_sides[sender].id);
+    return connection != nullptr ? connection->Keys() : nullptr;
+  }
+
+  // A plaintext Data packet sealed as SecureData under `keys` (the header's packet number as the
+  // nonce, the frames as they are, well-formed or not), as the keys' owner would seal it.
+  static std::vector<std::uint8_t> Seal(ConnectionKeys& keys,
+                                        const std::vector<std::uint8_t>& dataPacket) {
+    DecodedPacket packet;
+    if (DecodePacket(dataPacket.data(), dataPacket.size(), packet) != DecodeStatus::Ok ||
+        packet.header.type != PacketType::Data) {
+      return dataPacket;
+    }
+    const auto type = keys.PrepareSend() ? PacketType::SecureDataPhase1 : PacketType::SecureData;
+    std::vector<std::uint8_t> datagram;
+    datagram.push_back(
+        static_cast<std::uint8_t>((kProtocolVersion << 4) | static_cast<std::uint8_t>(type)));
+    for (int shift = 56; shift >= 0; shift -= 8)
+      datagram.push_back(static_cast<std::uint8_t>(packet.header.destination >> shift));
+    AppendVarInt(datagram, packet.header.packetNumber);
+    const std::size_t headerSize = datagram.size();
+    datagram.insert(datagram.end(), packet.frames, packet.frames + packet.framesSize);
+    datagram.resize(datagram.size() + kAeadTagSize);
+    keys.Seal(packet.header.packetNumber, datagram.data(), headerSize, packet.framesSize);
+    return datagram;
+  }
+
   // ACK frames of `frames` rebased below what `recipient` has really sent (see InjectKind).
   std::vector<std::uint8_t> RebaseAcks(int recipient, const std::vector<std::uint8_t>& frames) {
     const Side& side = m_sides[recipient];
@@ -684,7 +743,8 @@ class Harness {
         const std::size_t size = m_input.U16() % 1400;
         std::vector<std::uint8_t> frames = m_input.Bytes(size);
         if (kind == InjectKind::DataAckRelative) frames = RebaseAcks(recipient, frames);
-        datagram = DataPacket(recipient, packetNumber, frames);
+        datagram = Truthful(DataPacket(recipient, packetNumber, frames));
+        if (ConnectionKeys* keys = KeysOf(1 - recipient)) datagram = Seal(*keys, datagram);
         if (kind == InjectKind::DataBadChecksum) datagram.back() ^= 0x01;
         break;
       }
@@ -771,7 +831,8 @@ class Harness {
       std::fprintf(stderr,
                    "  %s: %zu messages sent (%zu stream bytes), %llu received, end: %s; "
                    "received %llu datagrams, dropped: malformed %llu, checksum %llu, unknown %llu, "
-                   "cookie %llu, unexpected %llu, violation %llu, wrong address %llu\n",
+                   "cookie %llu, unexpected %llu, violation %llu, wrong address %llu, "
+                   "not authentic %llu, unprotected %llu\n",
                    index == kClient ? "client" : "server", side.sent.size(), side.stream.size(),
                    static_cast<unsigned long long>(side.delivered),
                    side.endReasons ? side.endReason.message().c_str() : "-",
@@ -782,7 +843,9 @@ class Harness {
                    static_cast<unsigned long long>(stats.droppedBadCookie),
                    static_cast<unsigned long long>(stats.droppedUnexpected),
                    static_cast<unsigned long long>(stats.droppedProtocolViolation),
-                   static_cast<unsigned long long>(stats.droppedWrongAddress));
+                   static_cast<unsigned long long>(stats.droppedWrongAddress),
+                   static_cast<unsigned long long>(stats.droppedAuthenticationFailed),
+                   static_cast<unsigned long long>(stats.droppedUnprotected));
     }
   }
 
@@ -812,6 +875,7 @@ class Harness {
   std::array<SimulatedHost*, 2> m_hosts{};
   std::array<Side, 2> m_sides;
   timerwheel::rudp::EndpointOptions m_options;
+  bool m_encrypted = false;
   std::vector<int> m_handlerCalls;
 };
 

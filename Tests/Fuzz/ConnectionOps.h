@@ -7,6 +7,9 @@
 //          (flow control and back-pressure within a few datagrams)
 //   bit 3  pacing off
 //   bit 4  short timeouts: idle 2 s, keepalive 500 ms, handshake 2 s
+//   bit 5  encrypted (issue 20): the server has a key pair and the client pins it; injected Data
+//          packets are sealed with the impersonated sender's own keys (see InjectKind), so the
+//          frames the input gives reach the frame decoder behind the AEAD
 // Then, until the input ends, operations: an opcode byte (modulo kConnectionOpCount) and its
 // arguments. "side" is one byte, bit 0: 0 the client, 1 the server.
 #pragma once
@@ -31,6 +34,7 @@ enum class ConnectionOp : std::uint8_t {
   Link,          // direction (byte & 1: 0 client -> server), field (byte % 7), value (byte)
 };
 inline constexpr std::uint8_t kConnectionOpCount = 10;
+inline constexpr std::uint8_t kConfigurationEncrypted = 0x20;  // byte 0, bit 5
 
 // Inject: the mode byte's bits 0-2. Bit 3: the datagram comes from a third address (10.0.0.1:9002)
 // instead of the peer's. Bits 4-5: the packet number of a constructed Data packet: 0 the
@@ -43,7 +47,11 @@ inline constexpr std::uint8_t kConnectionOpCount = 10;
 // rewritten with the real bytes or cut. Without cryptography a forged STREAM frame is
 // indistinguishable from a real one, so that is the only way the "data arrives intact"
 // invariant can hold against an in-path attacker; everything else (ACKs of anything, MAX_DATA,
-// CLOSE, packet numbers, malformed frames) is left as the input says.
+// CLOSE, packet numbers, malformed frames) is left as the input says. Encrypted, a constructed
+// Data packet is then sealed as SecureData under the keys of the impersonated sender's connection
+// (its current phase, with the packet number the input chose), if that connection still exists
+// (else it goes in clear, and is dropped as unprotected); DataBadChecksum flips a bit of the tag.
+// Replays are of the sealed datagrams; a mutated one fails the tag.
 enum class InjectKind : std::uint8_t {
   Raw,              // U16 % 2048 bytes as the datagram
   RawChecksum,      // U16 % 2048 bytes, then their CRC-32C

@@ -316,6 +316,15 @@ void WriteScript(const std::string& name, const ConnectionScript& script) {
   Write("ConnectionFuzzer", name, script.Get());
 }
 
+// The script, and the same with encryption on ("<name>-encrypted"): its injected Data packets
+// are then sealed with the impersonated sender's keys (ConnectionOps.h, bit 5 of byte 0).
+void WriteScriptBothWays(const std::string& name, const ConnectionScript& script) {
+  WriteScript(name, script);
+  Bytes encrypted = script.Get();
+  encrypted.at(0) |= timerwheel::fuzz::kConfigurationEncrypted;
+  Write("ConnectionFuzzer", name + "-encrypted", encrypted);
+}
+
 // A real exchange between two endpoints on the simulated network, with the same application
 // messages (MessageByte) the fuzzer's harness sends: the frames of every Data packet, by
 // direction (0: to the server).
@@ -410,7 +419,7 @@ void ConnectionSeeds() {
     script.AutoReceive(S).AutoReceive(C);
     for (int i = 0; i < 10; ++i) script.Send(C, 3000).Send(S, 700);
     script.AdvanceMs(5000).Close(S).AdvanceMs(5000);
-    WriteScript("lossy-links", script);
+    WriteScriptBothWays("lossy-links", script);
   }
   // A link that goes down: keepalive and idle timeout.
   {
@@ -472,7 +481,7 @@ void ConnectionSeeds() {
     script.InjectRaw(S, InjectKind::RawHelloSized, helloHeader);
     script.InjectRaw(S, InjectKind::Raw, hello);
     script.AdvanceMs(1000).Close(C).AdvanceMs(2000);
-    WriteScript("captured-exchange", script);
+    WriteScriptBothWays("captured-exchange", script);
   }
   // Forged control frames to the server: a PING, an ACK of everything, MAX_DATA, CLOSE.
   {
@@ -484,7 +493,7 @@ void ConnectionSeeds() {
     script.InjectData(S, InjectKind::Data, 2, 1, {0x03, 0x00, 0x05, 0, 0, 0, 0, 0});
     script.InjectData(S, InjectKind::DataBadChecksum, 0, 0, {0x01});
     script.AdvanceMs(100).InjectData(S, InjectKind::Data, 0, 0, {0x05, 0x00}).AdvanceMs(2000);
-    WriteScript("forged-frames", script);
+    WriteScriptBothWays("forged-frames", script);
   }
   // Issue 14's shapes. Scattered tiny STREAM frames: the client's 60 KB message is held back
   // (link down), then the server gets one-byte pieces of it 1 KiB apart, out of order, then the
@@ -499,7 +508,7 @@ void ConnectionSeeds() {
                          static_cast<std::uint8_t>(offset), 0x01, 0x00});
     }
     script.Link(C, 6, 0).AdvanceMs(3000).Close(C).AdvanceMs(2000);
-    WriteScript("scattered-tiny-stream", script);
+    WriteScriptBothWays("scattered-tiny-stream", script);
   }
   // Redundant ACK floods: datagrams of the same ACK frame again and again.
   {
@@ -509,7 +518,7 @@ void ConnectionSeeds() {
     for (int i = 0; i < 200; ++i) acks.insert(acks.end(), {0x02, 0x00, 0x00, 0x00, 0x00});
     for (int i = 0; i < 20; ++i) script.InjectData(C, InjectKind::DataAckRelative, 0, 0, acks);
     script.AdvanceMs(2000);
-    WriteScript("redundant-ack-flood", script);
+    WriteScriptBothWays("redundant-ack-flood", script);
   }
   // Handshake churn: Hellos from the peer's and a stranger's address, each a new client ID.
   {
@@ -528,7 +537,7 @@ void ConnectionSeeds() {
     ConnectionScript script(16);
     script.AutoReceive(C).Link(S, 6, 1).Abort(S).AdvanceMs(10).Link(S, 6, 0).Send(C, 300);
     script.AdvanceMs(1000);
-    WriteScript("stateless-reset", script);
+    WriteScriptBothWays("stateless-reset", script);
     ConnectionScript forged(0);
     const Bytes reset = Packet([](PacketWriter& w) { w.BeginReset(kDestination, ResetToken{1}); });
     const Bytes refusal = Packet([](PacketWriter& w) { w.BeginRefusal(kDestination); });
@@ -552,7 +561,7 @@ void ConnectionSeeds() {
     script.InjectRaw(S, InjectKind::Raw, Bytes(1500, 0x14));
     for (int i = 0; i < 40; ++i) script.Replay(S, 0);
     script.AdvanceMs(500).Close(C).AdvanceMs(2000);
-    WriteScript("oversize-and-replay-burst", script);
+    WriteScriptBothWays("oversize-and-replay-burst", script);
   }
 }
 

@@ -9,13 +9,13 @@
 namespace timerwheel::perf {
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
-                std::uint64_t seed, double seconds) {
+                std::uint64_t seed, double seconds, bool encrypted) {
   constexpr std::size_t kMessageSize = 1200;
   BulkRow row;
-  row.transport = KindName(kind);
+  row.transport = RowName(kind, encrypted && IsReliableUdp(kind));
   row.path = pathName;
   row.loss = path.loss;
-  auto transport = MakeTransport(kind);
+  auto transport = MakeTransport(kind, encrypted);
   std::atomic<std::uint64_t> delivered{0};
   const std::uint16_t serverPort =
       transport->StartServer([&](const std::uint8_t*, std::size_t size) { delivered += size; });

@@ -24,6 +24,6 @@ struct BulkRow {
 };
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
-                std::uint64_t seed, double seconds);
+                std::uint64_t seed, double seconds, bool encrypted = false);
 
 }  // namespace timerwheel::perf

@@ -6,15 +6,17 @@
 #include <thread>
 #include <vector>
 
+#include "TransportBenchmark/Measure.h"
+
 namespace timerwheel::perf {
 
-LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds) {
+LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds, bool encrypted) {
   constexpr std::size_t kMessageSize = 64;
   constexpr int kRate = 100;  // messages per second
   LatencyRow row;
-  row.transport = KindName(kind);
+  row.transport = RowName(kind, encrypted && IsReliableUdp(kind));
   row.loss = loss;
-  auto transport = MakeTransport(kind);
+  auto transport = MakeTransport(kind, encrypted);
   std::mutex mutex;
   std::vector<double> latencies;
   const std::uint16_t serverPort =
@@ -33,6 +35,7 @@ LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds
     port = relay->Port();
   }
   transport->Connect(port);
+  const double cpuBefore = ProcessCpuSeconds() - (relay ? relay->CpuSeconds() : 0);
   const auto count = static_cast<std::uint64_t>(seconds * kRate);
   std::uint8_t message[kMessageSize] = {};
   const auto start = Clock::now();
@@ -44,6 +47,7 @@ LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds
     if (!transport->Send(message, kMessageSize)) break;
   }
   transport->Flush(60'000);
+  const double cpu = ProcessCpuSeconds() - (relay ? relay->CpuSeconds() : 0) - cpuBefore;
   const TransportCounters counters = transport->ClientCounters();
   transport->Stop();
   relay.reset();
@@ -52,6 +56,8 @@ LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds
     row.latencyMs = ComputePercentiles(latencies);
     row.messages = latencies.size();
   }
+  const double megabytes = static_cast<double>(row.messages * kMessageSize) / 1e6;
+  row.cpuMsPerMB = megabytes > 0 ? cpu * 1000.0 / megabytes : 0;
   row.retransmissions = counters.retransmissions;
   row.spurious = counters.spuriousRetransmissions;
   row.wirePerAppByte =

@@ -5,7 +5,7 @@
 // Usage: TransportBenchmark [--quick | --full] [--results DIR]
 //                           [--only latency|bulk|many|hostile|loopback]... [--idle N]...
 //                           [--hostile] [--attacker-nice]
-//                           [--cc bbr|newreno|none]...
+//                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
@@ -17,6 +17,9 @@
 //            stands more nearly for a host of its own)
 //   --cc     ReliableUDP's congestion controllers in the bulk table (repeatable; default all
 //            three: bbr, the default, newreno and none, the known-path profile)
+//   --encrypt  ReliableUDP's latency and bulk rows through the relay in plaintext (off, the
+//            default), encrypted (on: issue 20's AEAD, the server's key pinned by the client), or
+//            both, each plaintext row followed by its encrypted twin (CPU ms/MB side by side)
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)

@@ -28,17 +28,33 @@ const char* KindName(Kind kind) {
   return "?";
 }
 
-std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind) {
+std::string RowName(Kind kind, bool encrypted) {
+  return std::string(KindName(kind)) + (encrypted ? " encrypted" : "");
+}
+
+bool IsReliableUdp(Kind kind) {
+  return kind == Kind::ReliableUdp || kind == Kind::ReliableUdpNewReno ||
+         kind == Kind::ReliableUdpKnownPath;
+}
+
+std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind, bool encrypted) {
   rudp::EndpointOptions options;
+  if (encrypted && IsReliableUdp(kind)) {
+    // Both ends share the options: the server uses the secret key, the client pins the public.
+    const rudp::ServerKeyPair key = rudp::MakeServerKeyPair();
+    options.serverSecretKey = key.secretKey;
+    options.serverPublicKey = key.publicKey;
+  }
+  const std::string name = RowName(kind, encrypted && IsReliableUdp(kind));
   switch (kind) {
     case Kind::ReliableUdp:
-      return MakeReliableUdpTransport(options, KindName(kind));
+      return MakeReliableUdpTransport(options, name);
     case Kind::ReliableUdpNewReno:
       options.congestionControl = rudp::CongestionControl::NewReno;
-      return MakeReliableUdpTransport(options, KindName(kind));
+      return MakeReliableUdpTransport(options, name);
     case Kind::ReliableUdpKnownPath:
       options.congestionControl = rudp::CongestionControl::None;
-      return MakeReliableUdpTransport(options, KindName(kind));
+      return MakeReliableUdpTransport(options, name);
     case Kind::Enet:
       return MakeEnetTransport();
     case Kind::Tcp:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "Relay/ImpairmentRelay.h"
@@ -48,7 +49,11 @@ class RelayThread {
 enum class Kind { ReliableUdp, ReliableUdpNewReno, ReliableUdpKnownPath, Enet, Tcp };
 
 const char* KindName(Kind kind);
-std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind);
+// The row's name: KindName, and " encrypted" when it is.
+std::string RowName(Kind kind, bool encrypted);
+// encrypted (ReliableUDP kinds only): the server gets a fresh key pair and the client pins it.
+std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind, bool encrypted = false);
+bool IsReliableUdp(Kind kind);
 // The relay's profile for one direction: 10 ms one way and `loss`.
 relay::ImpairmentProfile PathProfile(double loss);
 

@@ -70,34 +70,46 @@ void Plot(const std::string& results, const std::string& name, const std::string
 
 void RunLatencyTable(const Settings& settings, const std::vector<double>& losses) {
   std::printf("=== latency: 64-byte messages at 100/s, relay 10 ms each way, loss per direction\n");
-  std::printf("%-26s %6s %8s %8s %8s %8s %8s %8s %8s %10s\n", "transport", "loss", "p50 ms",
-              "p90 ms", "p99 ms", "max ms", "msgs", "retx", "spurious", "wire/app");
+  std::printf("%-32s %6s %8s %8s %8s %8s %8s %8s %8s %10s %10s\n", "transport", "loss", "p50 ms",
+              "p90 ms", "p99 ms", "max ms", "msgs", "retx", "spurious", "wire/app", "CPU ms/MB");
   std::ofstream latencyCsv(settings.results + "/transport-latency.csv");
   latencyCsv << "transport,loss,seed,p50_ms,p90_ms,p99_ms,max_ms,messages,retransmissions,"
-                "spurious,wire_per_app_byte\n";
+                "spurious,wire_per_app_byte,cpu_ms_per_MB\n";
   auto printLatency = [&](const LatencyRow& row, std::uint64_t seed) {
-    std::printf("%-26s %6s %8.2f %8.2f %8.2f %8.2f %8llu %8llu %8lld %10.3f\n",
+    std::printf("%-32s %6s %8.2f %8.2f %8.2f %8.2f %8llu %8llu %8lld %10.3f %10.1f\n",
                 row.transport.c_str(), Percent(row.loss).c_str(), row.latencyMs.p50,
                 row.latencyMs.p90, row.latencyMs.p99, row.latencyMs.max,
                 static_cast<unsigned long long>(row.messages),
                 static_cast<unsigned long long>(row.retransmissions),
-                static_cast<long long>(row.spurious), row.wirePerAppByte);
+                static_cast<long long>(row.spurious), row.wirePerAppByte, row.cpuMsPerMB);
     std::fflush(stdout);
     latencyCsv << row.transport << ',' << row.loss << ',' << seed << ',' << row.latencyMs.p50 << ','
                << row.latencyMs.p90 << ',' << row.latencyMs.p99 << ',' << row.latencyMs.max << ','
                << row.messages << ',' << row.retransmissions << ',' << row.spurious << ','
-               << row.wirePerAppByte << '\n';
+               << row.wirePerAppByte << ',' << row.cpuMsPerMB << '\n';
   };
   printLatency(RunLatency(Kind::Tcp, 0, 1, settings.latencySeconds), 1);
-  std::vector<Series> series{
-      {"ReliableUDP p50", {}}, {"ReliableUDP p99", {}}, {"ENet p50", {}}, {"ENet p99", {}}};
+  // A p50 and a p99 series per row name (ReliableUDP in each --encrypt mode, then ENet).
+  std::vector<Series> series;
+  auto seriesOf = [&series](const std::string& name) -> std::size_t {
+    for (std::size_t i = 0; i < series.size(); i += 2) {
+      if (series[i].title == name + " p50") return i;
+    }
+    series.push_back({name + " p50", {}});
+    series.push_back({name + " p99", {}});
+    return series.size() - 2;
+  };
   for (double loss : losses) {
     for (int seed = 1; seed <= settings.seeds; ++seed) {
-      for (Kind kind : {Kind::ReliableUdp, Kind::Enet}) {
-        const LatencyRow row =
-            RunLatency(kind, loss, static_cast<std::uint64_t>(seed), settings.latencySeconds);
+      std::vector<std::pair<Kind, bool>> rows;
+      for (const bool encrypted : settings.encryption)
+        rows.emplace_back(Kind::ReliableUdp, encrypted);
+      rows.emplace_back(Kind::Enet, false);
+      for (const auto& [kind, encrypted] : rows) {
+        const LatencyRow row = RunLatency(kind, loss, static_cast<std::uint64_t>(seed),
+                                          settings.latencySeconds, encrypted);
         printLatency(row, static_cast<std::uint64_t>(seed));
-        const std::size_t first = kind == Kind::ReliableUdp ? 0 : 2;
+        const std::size_t first = seriesOf(row.transport);
         series[first].Add(loss, row.latencyMs.p50);
         series[first + 1].Add(loss, row.latencyMs.p99);
       }
@@ -114,13 +126,13 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
   std::printf(
       "\n=== bulk: 1200-byte messages as fast as the transport takes them, relay 10 ms each "
       "way\n");
-  std::printf("%-26s %-22s %6s %10s %10s %10s %8s %8s\n", "transport", "path", "loss", "MB/s",
+  std::printf("%-32s %-22s %6s %10s %10s %10s %8s %8s\n", "transport", "path", "loss", "MB/s",
               "wire/app", "CPU ms/MB", "retx", "qdrops");
   std::ofstream bulkCsv(settings.results + "/transport-bulk.csv");
   bulkCsv << "transport,path,loss,seed,goodput_MBps,wire_per_app_byte,cpu_ms_per_MB,"
              "retransmissions,queue_drops\n";
   auto printBulk = [&](const BulkRow& row, std::uint64_t seed) {
-    std::printf("%-26s %-22s %6s %10.2f %10.3f %10.1f %8llu %8llu\n", row.transport.c_str(),
+    std::printf("%-32s %-22s %6s %10.2f %10.3f %10.1f %8llu %8llu\n", row.transport.c_str(),
                 row.path.c_str(), Percent(row.loss).c_str(), row.goodputMBps, row.wirePerAppByte,
                 row.cpuMsPerMB, static_cast<unsigned long long>(row.retransmissions),
                 static_cast<unsigned long long>(row.queueDrops));
@@ -142,14 +154,24 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
   if (wanted("none")) kinds.push_back(Kind::ReliableUdpKnownPath);
   kinds.push_back(Kind::Enet);
   printBulk(RunBulk(Kind::Tcp, PathProfile(0), "loopback", 1, settings.bulkSeconds), 1);
+  // Each ReliableUDP kind once per --encrypt mode (plaintext first), ENet once.
+  std::vector<std::pair<Kind, bool>> rows;
+  for (Kind kind : kinds) {
+    if (!IsReliableUdp(kind)) {
+      rows.emplace_back(kind, false);
+      continue;
+    }
+    for (const bool encrypted : settings.encryption) rows.emplace_back(kind, encrypted);
+  }
   std::vector<Series> series;
-  for (Kind kind : kinds) series.push_back({KindName(kind), {}});
+  for (const auto& [kind, encrypted] : rows) series.push_back({RowName(kind, encrypted), {}});
   for (double loss : losses) {
     for (int seed = 1; seed <= settings.seeds; ++seed) {
       std::size_t index = 0;
-      for (Kind kind : kinds) {
-        const BulkRow row = RunBulk(kind, PathProfile(loss), "10 ms",
-                                    static_cast<std::uint64_t>(seed), settings.bulkSeconds);
+      for (const auto& [kind, encrypted] : rows) {
+        const BulkRow row =
+            RunBulk(kind, PathProfile(loss), "10 ms", static_cast<std::uint64_t>(seed),
+                    settings.bulkSeconds, encrypted);
         printBulk(row, static_cast<std::uint64_t>(seed));
         series[index++].Add(loss, row.goodputMBps);
       }
@@ -167,9 +189,9 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
     const std::string name =
         queue < (1u << 20) ? "10 ms, 50 Mbit/s, 64 KB" : "10 ms, 50 Mbit/s, 1 MB";
     for (int seed = 1; seed <= settings.seeds; ++seed) {
-      for (Kind kind : kinds) {
-        const BulkRow row =
-            RunBulk(kind, capped, name, static_cast<std::uint64_t>(seed), settings.bulkSeconds);
+      for (const auto& [kind, encrypted] : rows) {
+        const BulkRow row = RunBulk(kind, capped, name, static_cast<std::uint64_t>(seed),
+                                    settings.bulkSeconds, encrypted);
         printBulk(row, static_cast<std::uint64_t>(seed));
         std::printf("    share of cap %.0f%%, queue drops %.2f%% of datagrams\n",
                     100.0 * row.goodputMBps / 6.25,

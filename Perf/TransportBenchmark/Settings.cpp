@@ -41,6 +41,18 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
         return false;
       }
       settings.controllers.push_back(controller);
+    } else if (arg == "--encrypt" && i + 1 < argc) {
+      const std::string mode = argv[++i];
+      if (mode == "off") {
+        settings.encryption = {false};
+      } else if (mode == "on") {
+        settings.encryption = {true};
+      } else if (mode == "both") {
+        settings.encryption = {false, true};
+      } else {
+        std::fprintf(stderr, "--encrypt takes off, on or both, not '%s'\n", mode.c_str());
+        return false;
+      }
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
@@ -48,7 +60,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
                    "usage: %s [--quick | --full] [--results DIR] "
                    "[--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile] "
                    "[--attacker-nice] "
-                   "[--cc bbr|newreno|none]...\n",
+                   "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
                    argv[0]);
       return false;
     }

@@ -24,6 +24,9 @@ struct Settings {
   std::uint64_t loopbackMegabytes = 200;  // per configuration of the loopback table
   std::vector<std::string> only;          // empty: every part
   bool niceAttacker = false;  // --attacker-nice: the hostile part's attacker thread at nice 19
+  // --encrypt off|on|both: ReliableUDP's latency and bulk rows in plaintext, encrypted (issue
+  // 20: a server key pair, the client pinning it), or each row both ways, side by side.
+  std::vector<bool> encryption{false};
   bool Runs(const std::string& part) const {
     return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
   }

@@ -78,6 +78,11 @@ ConnectionStatistics Connection::GetStatistics() const {
   return m_state->GetStatistics();
 }
 
+std::vector<std::uint8_t> Connection::ClientToken() const {
+  detail::LockedEngine::Call call(*m_engine);
+  return m_state->ClientToken();
+}
+
 boost::asio::ip::udp::endpoint Connection::RemoteEndpoint() const {
   detail::LockedEngine::Call call(*m_engine);
   return detail::ToUdpEndpoint(m_state->Remote());

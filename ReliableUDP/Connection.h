@@ -60,6 +60,10 @@ class Connection {
 
   ConnectionStatistics GetStatistics() const;
   boost::asio::ip::udp::endpoint RemoteEndpoint() const;
+  // Server side of an encrypted connection: the token the client sent sealed in its handshake
+  // (EndpointOptions::clientToken), for the accept handler to check. Empty: none (always, on a
+  // plaintext connection or the client side).
+  std::vector<std::uint8_t> ClientToken() const;
 
   // For the endpoint only.
   Connection(std::shared_ptr<detail::LockedEngine> engine,

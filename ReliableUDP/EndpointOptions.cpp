@@ -50,6 +50,12 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
   Require(options.maxReceiveMemory >= options.receiveWindow + 2 * options.maxDatagramSize,
           "maxReceiveMemory must be at least receiveWindow + 2 * maxDatagramSize");
   Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
+  Require(options.clientToken.size() <= detail::kMaxClientTokenSize,
+          "clientToken must be at most 512 bytes");
+  const bool pinned = std::any_of(options.serverPublicKey.begin(), options.serverPublicKey.end(),
+                                  [](std::uint8_t byte) { return byte != 0; });
+  Require(options.clientToken.empty() || pinned,
+          "clientToken needs serverPublicKey (it is sent only inside the sealed handshake)");
   return options;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "TimerQueue/ITimerQueueMonitor.h"
 #include "TimerQueue/TimerTypes.h"
@@ -97,6 +98,12 @@ struct EndpointOptions {
   // plaintext mode (for benchmarks and private links: anyone on the path can read, inject and
   // end connections), which a server with a key refuses.
   std::array<std::uint8_t, 32> serverPublicKey{};
+  // Clients that pinned a server key: an optional token (at most 512 bytes; a password, a
+  // signed ticket, whatever the server's application checks) sent inside the sealed handshake,
+  // so only the pinned server reads it. The server's accept handler sees it as
+  // Connection::ClientToken() and may Abort a connection whose token it refuses. Empty: none.
+  // Refused without a pinned key: it would travel in clear.
+  std::vector<std::uint8_t> clientToken;
   // Batched socket I/O (Linux; elsewhere one datagram per system call whatever these say). The
   // engine still handles every datagram on its own; these change only how many one system call
   // carries. See UdpSocket/DatagramBatch.h.

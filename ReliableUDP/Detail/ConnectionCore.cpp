@@ -118,7 +118,8 @@ void ConnectionCore::SendHandshakePacket(Microseconds now) {
     writer.BeginSecureHelloWithCookie(
         m_localId, m_cookie, m_clientHandshake->ephemeral.publicKey, OwnParameters(),
         m_context.resetTokens.For(m_localId),
-        m_context.aes256GcmAvailable ? kHandshakeFlagAes256Gcm : std::uint8_t{0}, sealer);
+        m_context.aes256GcmAvailable ? kHandshakeFlagAes256Gcm : std::uint8_t{0}, sealer,
+        m_context.options.clientToken.data(), m_context.options.clientToken.size());
     Transmit(writer);
   } else {
     if (m_haveCookie) {
@@ -217,7 +218,9 @@ void ConnectionCore::OnAuthRefusal() {
 
 void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParameters& peer,
                                        const ResetToken& peerResetToken, const SecureStart& start,
+                                       const std::uint8_t* clientToken, std::size_t clientTokenSize,
                                        Microseconds now) {
+  if (clientTokenSize > 0) m_clientToken.assign(clientToken, clientToken + clientTokenSize);
   m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
                                             m_context.packetsPerKey);
   m_secureStart = std::make_unique<SecureStart>(start);

@@ -96,9 +96,13 @@ class ConnectionCore final : private IPacketFate {
     TrafficSecrets secrets;
     AeadAlgorithm algorithm = AeadAlgorithm::ChaCha20Poly1305;
   };
+  // clientToken: what the client sealed in its handshake (EndpointOptions::clientToken), copied.
   void StartSecureServer(ConnectionId peerId, const TransportParameters& peer,
                          const ResetToken& peerResetToken, const SecureStart& start,
+                         const std::uint8_t* clientToken, std::size_t clientTokenSize,
                          Microseconds now);
+  // Server side of an encrypted connection: the client's token (empty: none).
+  const std::vector<std::uint8_t>& ClientToken() const noexcept { return m_clientToken; }
   // Client: the server's SecureWelcome (datagram: all of it, opened in a copy). True if it
   // established the connection; a Welcome that does not open ends it with AuthenticationFailed.
   bool OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram, std::size_t size,
@@ -266,6 +270,7 @@ class ConnectionCore final : private IPacketFate {
   std::unique_ptr<ClientHandshake> m_clientHandshake;
   std::unique_ptr<SecureStart> m_secureStart;  // server: to repeat its Welcome (secrets wiped)
   std::unique_ptr<ConnectionKeys> m_keys;      // an encrypted connection's packet keys
+  std::vector<std::uint8_t> m_clientToken;     // server: the client's, from its handshake
   void PrepareClientHandshake();
   // Plaintext packets of a connection that is, or is becoming, encrypted are dropped.
   bool ExpectsEncryption() const noexcept {

@@ -224,8 +224,10 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   TransportParameters parameters;
   ResetToken resetToken{};
   std::uint8_t flags = 0;
+  const std::uint8_t* clientToken = nullptr;  // in `opened`, which the accept below leaves alone
+  std::size_t clientTokenSize = 0;
   if (!DecodeHandshakePayload(opened + packet.authenticatedSize, plaintextSize, parameters,
-                              resetToken, flags) ||
+                              resetToken, flags, &clientToken, &clientTokenSize) ||
       !ParametersAreValid(parameters)) {
     ++stats.droppedMalformed;
     return;
@@ -245,7 +247,8 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   sodium_memzero(shared.data(), shared.size());
 
   const auto connection = AcceptConnection(from, header.source, resetToken, now);
-  connection->StartSecureServer(header.source, parameters, resetToken, start, now);
+  connection->StartSecureServer(header.source, parameters, resetToken, start, clientToken,
+                                clientTokenSize, now);
   AfterAccept(connection);
 }
 

@@ -25,6 +25,9 @@ inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload o
 // Stateless reset (RFC 9000 10.3): a token per connection ID, sent in the handshake; a Reset
 // packet that carries it ends the connection. All zero: no token (the peer cannot be reset).
 inline constexpr std::size_t kResetTokenSize = 16;
+// The largest client token a keyed handshake carries (EndpointOptions::clientToken): it must fit,
+// sealed, in the kHelloSize SecureHelloWithCookie with room to spare.
+inline constexpr std::size_t kMaxClientTokenSize = 512;
 using ResetToken = std::array<std::uint8_t, kResetTokenSize>;
 // A Reset packet: type, the connection ID it answers, the token, checksum. Data packets are
 // padded to at least kMinDataPacketSize, so that every one of them can be answered by a smaller

@@ -290,10 +290,25 @@ DecodeStatus DecodePacket(const std::uint8_t* datagram, std::size_t size,
 
 bool DecodeHandshakePayload(const std::uint8_t* data, std::size_t size,
                             TransportParameters& parameters, ResetToken& resetToken,
-                            std::uint8_t& flags) noexcept {
+                            std::uint8_t& flags, const std::uint8_t** clientToken,
+                            std::size_t* clientTokenSize) noexcept {
   Reader reader(data, data + size);
-  return ReadParameters(reader, parameters) &&
-         reader.ReadBytes(resetToken.data(), kResetTokenSize) && reader.ReadBytes(&flags, 1);
+  if (!ReadParameters(reader, parameters) ||
+      !reader.ReadBytes(resetToken.data(), kResetTokenSize) || !reader.ReadBytes(&flags, 1)) {
+    return false;
+  }
+  if (clientToken == nullptr || clientTokenSize == nullptr) return true;
+  *clientToken = nullptr;
+  *clientTokenSize = 0;
+  const auto rest = static_cast<std::size_t>(data + size - reader.Position());
+  if (rest == 0) return true;  // no token
+  if (rest < 2) return false;
+  const std::uint8_t* const at = reader.Position();
+  const auto length = static_cast<std::size_t>(LoadBig(at, 2));
+  if (length > kMaxClientTokenSize || length > rest - 2) return false;
+  *clientToken = at + 2;
+  *clientTokenSize = length;
+  return true;
 }
 
 bool PeekDestination(const std::uint8_t* datagram, std::size_t size, ConnectionId& out) noexcept {
@@ -468,14 +483,16 @@ void PacketWriter::WriteHandshakePayload(const TransportParameters& parameters,
   *m_position++ = flags;
 }
 
-void PacketWriter::BeginSecureHelloWithCookie(ConnectionId source,
-                                              const std::array<std::uint8_t, kCookieSize>& cookie,
-                                              const X25519Key& ephemeral,
-                                              const TransportParameters& parameters,
-                                              const ResetToken& resetToken, std::uint8_t flags,
-                                              IPacketSealer& sealer) noexcept {
+void PacketWriter::BeginSecureHelloWithCookie(
+    ConnectionId source, const std::array<std::uint8_t, kCookieSize>& cookie,
+    const X25519Key& ephemeral, const TransportParameters& parameters, const ResetToken& resetToken,
+    std::uint8_t flags, IPacketSealer& sealer, const std::uint8_t* clientToken,
+    std::size_t clientTokenSize) noexcept {
+  if (clientToken == nullptr || clientTokenSize > kMaxClientTokenSize) clientTokenSize = 0;
+  const std::size_t tokenSize = clientTokenSize > 0 ? 2 + clientTokenSize : 0;
   if (!Start(PacketType::SecureHelloWithCookie, 0,
-             kSecureHelloHeaderSize + ParametersSize(parameters) + kHandshakePayloadFixedSize,
+             kSecureHelloHeaderSize + ParametersSize(parameters) + kHandshakePayloadFixedSize +
+                 tokenSize,
              kHelloSize, kAeadTagSize + kChecksumSize)) {
     return;
   }
@@ -487,6 +504,11 @@ void PacketWriter::BeginSecureHelloWithCookie(ConnectionId source,
   m_position += 2;  // the sealed part's size, written by Finish
   m_framesBegin = m_position;
   WriteHandshakePayload(parameters, resetToken, flags);
+  if (clientTokenSize > 0) {
+    StoreBig(m_position, clientTokenSize, 2);
+    std::memcpy(m_position + 2, clientToken, clientTokenSize);
+    m_position += 2 + clientTokenSize;
+  }
   m_sealer = &sealer;
 }
 

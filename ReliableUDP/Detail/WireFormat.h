@@ -133,10 +133,14 @@ struct DecodedPacket {
 };
 
 // The plaintext sealed in a SecureHelloWithCookie or SecureWelcome: the transport parameters,
-// the reset token, then one byte of flags (bytes after it are ignored). False if it is short.
+// the reset token, then one byte of flags; in a SecureHelloWithCookie optionally the client
+// token after them (a 2-byte length, then its bytes). False if it is short, or the token's length
+// is over kMaxClientTokenSize or beyond the plaintext. clientToken (may be null: bytes after the
+// flags are then ignored) points into `data`; clientTokenSize 0: none.
 bool DecodeHandshakePayload(const std::uint8_t* data, std::size_t size,
                             TransportParameters& parameters, ResetToken& resetToken,
-                            std::uint8_t& flags) noexcept;
+                            std::uint8_t& flags, const std::uint8_t** clientToken = nullptr,
+                            std::size_t* clientTokenSize = nullptr) noexcept;
 
 // Checks version, type, size and checksum, and decodes the header. Frames are decoded by
 // FrameReader.
@@ -218,11 +222,13 @@ class PacketWriter {
   // tag), has `sealer` encrypt it in place and add the tag, then (handshake packets) pads to
   // kHelloSize and appends the checksum. SecureData has no checksum: the tag covers it all.
   // `sealer` must outlive Finish.
+  // clientToken: up to kMaxClientTokenSize bytes sealed after the flags (none if size 0).
   void BeginSecureHelloWithCookie(ConnectionId source,
                                   const std::array<std::uint8_t, kCookieSize>& cookie,
                                   const X25519Key& ephemeral, const TransportParameters& parameters,
                                   const ResetToken& resetToken, std::uint8_t flags,
-                                  IPacketSealer& sealer) noexcept;
+                                  IPacketSealer& sealer, const std::uint8_t* clientToken = nullptr,
+                                  std::size_t clientTokenSize = 0) noexcept;
   void BeginSecureWelcome(ConnectionId destination, ConnectionId source, const X25519Key& ephemeral,
                           const TransportParameters& parameters, const ResetToken& resetToken,
                           std::uint8_t flags, IPacketSealer& sealer) noexcept;

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -465,6 +466,96 @@ TEST_CASE("the previous key is dropped 3 PTOs after a key update by the connecti
   CHECK(server.Statistics().droppedAuthenticationFailed == failedBefore + 1);
   SendText(clientSide, "after");
   CHECK(ReceiveOne(network, serverSide) == "after");
+}
+
+TEST_CASE("the client's token travels sealed and the server's accept handler sees it",
+          "[rudp][crypto][encryption]") {
+  SimulatedNetwork network(2010);
+  const auto key = rudp::MakeServerKeyPair();
+  rudp::EndpointOptions serverOptions;
+  serverOptions.acceptIncoming = true;
+  serverOptions.serverSecretKey = key.secretKey;
+  auto& server = network.AddHost(9000, serverOptions);
+  const std::string ticket = "ticket:alice:7f3a9c";
+  // The accept handler (one per client): the expected ticket is let in, anything else aborted.
+  std::vector<std::vector<std::uint8_t>> seen;
+  std::vector<std::shared_ptr<Connection>> accepted;
+  for (int i = 0; i < 3; ++i) {
+    server.Accept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+      REQUIRE_FALSE(ec);
+      seen.push_back(c->ClientToken());
+      if (std::string(seen.back().begin(), seen.back().end()) != ticket) c->Abort();
+      accepted.push_back(std::move(c));
+    });
+  }
+  std::vector<std::uint8_t> wire;
+  network.tap = [&](const Udp::endpoint&, const Udp::endpoint&,
+                    const std::vector<std::uint8_t>& datagram) {
+    wire.insert(wire.end(), datagram.begin(), datagram.end());
+  };
+  // A client with `token`: connects, sends one message and waits for it to end or be answered.
+  auto connect = [&](unsigned short port, const std::string& token) {
+    rudp::EndpointOptions clientOptions;
+    clientOptions.serverPublicKey = key.publicKey;
+    clientOptions.clientToken.assign(token.begin(), token.end());
+    auto& client = network.AddHost(port, clientOptions);
+    std::shared_ptr<Connection> side;
+    client.Connect(server.Address(), [&](boost::system::error_code, std::shared_ptr<Connection> c) {
+      side = std::move(c);
+    });
+    network.RunFor(10 * kSecond, [&] { return side != nullptr; });
+    REQUIRE(side);
+    CHECK(side->ClientToken().empty());  // the client side has no peer token
+    return side;
+  };
+
+  const auto alice = connect(9001, ticket);
+  REQUIRE(seen.size() == 1);
+  CHECK(std::string(seen[0].begin(), seen[0].end()) == ticket);
+  SendText(alice, "in");
+  network.RunFor(kSecond / 2);
+  CHECK(alice->GetStatistics().encrypted);
+  boost::system::error_code aliceEnd;
+  bool aliceEnded = false;
+  alice->AsyncWaitClosed([&](boost::system::error_code ec) {
+    aliceEnded = true;
+    aliceEnd = ec;
+  });
+
+  const auto mallory = connect(9002, "ticket:mallory");
+  REQUIRE(seen.size() == 2);
+  bool malloryEnded = false;
+  boost::system::error_code malloryEnd;
+  mallory->AsyncWaitClosed([&](boost::system::error_code ec) {
+    malloryEnded = true;
+    malloryEnd = ec;
+  });
+  network.RunFor(kSecond, [&] { return malloryEnded; });
+  CHECK(malloryEnded);
+  CHECK(malloryEnd == rudp::Error::AbortedByPeer);
+
+  const auto anonymous = connect(9003, "");
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[2].empty());
+  network.tap = nullptr;
+  CHECK_FALSE(aliceEnded);  // the right ticket's connection stays
+  // The tickets never crossed the wire in clear.
+  CHECK_FALSE(Contains(wire, std::vector<std::uint8_t>(ticket.begin(), ticket.end())));
+  const std::string other = "ticket:mallory";
+  CHECK_FALSE(Contains(wire, std::vector<std::uint8_t>(other.begin(), other.end())));
+}
+
+TEST_CASE("a client token is refused without a pinned key or over 512 bytes",
+          "[rudp][crypto][encryption]") {
+  rudp::EndpointOptions options;
+  options.clientToken = {1, 2, 3};
+  CHECK_THROWS_AS(rudp::ValidateOptions(options), std::invalid_argument);  // it would go in clear
+  options.serverPublicKey = rudp::MakeServerKeyPair().publicKey;
+  CHECK_NOTHROW(rudp::ValidateOptions(options));
+  options.clientToken.assign(kMaxClientTokenSize, 0x55);
+  CHECK_NOTHROW(rudp::ValidateOptions(options));
+  options.clientToken.push_back(0x55);
+  CHECK_THROWS_AS(rudp::ValidateOptions(options), std::invalid_argument);
 }
 
 TEST_CASE(

@@ -897,3 +897,64 @@ TEST_CASE("SecureHelloWithCookie and SecureWelcome carry the handshake payload s
   refusalWriter.BeginAuthRefusal(0x1111u);
   CHECK(refusalWriter.Finish() == kRefusalPacketSize);
 }
+
+TEST_CASE("a SecureHelloWithCookie carries the client token sealed after the flags",
+          "[rudp][wire][crypto]") {
+  TransportParameters parameters;
+  parameters.maxAckDelayMs = 25;
+  parameters.initialMaxData = 1 << 20;
+  parameters.maxDatagramSize = 1200;
+  parameters.idleTimeoutMs = 30'000;
+  parameters.maxMessageSize = 1 << 20;
+  const X25519Key ephemeral{};
+  const std::array<std::uint8_t, kCookieSize> cookie{};
+  TestSealer sealer(0);
+  // The plaintext of a hello with `clientToken`, opened; its size in *plaintextSize.
+  auto sealedPayload = [&](const Bytes& clientToken, std::size_t& plaintextSize) {
+    Bytes hello(kHelloSize);
+    PacketWriter writer(hello.data(), hello.size());
+    writer.BeginSecureHelloWithCookie(0x1111u, cookie, ephemeral, parameters, ResetToken{}, 0,
+                                      sealer, clientToken.data(), clientToken.size());
+    REQUIRE(writer.Finish() == kHelloSize);
+    DecodedPacket packet;
+    REQUIRE(DecodePacket(hello.data(), hello.size(), packet) == DecodeStatus::Ok);
+    REQUIRE(sealer.Protection().Open(0, hello.data(), packet.authenticatedSize,
+                                     packet.authenticatedSize + packet.framesSize, plaintextSize));
+    return Bytes(hello.begin() + static_cast<std::ptrdiff_t>(packet.authenticatedSize),
+                 hello.begin() + static_cast<std::ptrdiff_t>(packet.authenticatedSize) +
+                     static_cast<std::ptrdiff_t>(plaintextSize));
+  };
+  TransportParameters decoded;
+  ResetToken resetToken{};
+  std::uint8_t flags = 0;
+  const std::uint8_t* token = nullptr;
+  std::size_t tokenSize = 99;
+
+  std::size_t plaintextSize = 0;
+  const Bytes largest(kMaxClientTokenSize, 0x7E);
+  const Bytes withToken = sealedPayload(largest, plaintextSize);
+  REQUIRE(DecodeHandshakePayload(withToken.data(), withToken.size(), decoded, resetToken, flags,
+                                 &token, &tokenSize));
+  REQUIRE(tokenSize == kMaxClientTokenSize);
+  CHECK(Bytes(token, token + tokenSize) == largest);
+  // Ignored by a reader that does not ask for it (the server of before, and SecureWelcome).
+  CHECK(DecodeHandshakePayload(withToken.data(), withToken.size(), decoded, resetToken, flags));
+  // A length beyond the plaintext, or over the limit: malformed.
+  CHECK_FALSE(DecodeHandshakePayload(withToken.data(), withToken.size() - 1, decoded, resetToken,
+                                     flags, &token, &tokenSize));
+  Bytes tooLong = withToken;
+  tooLong.push_back(0);
+  const std::size_t lengthAt = withToken.size() - kMaxClientTokenSize - 2;
+  tooLong[lengthAt] = static_cast<std::uint8_t>((kMaxClientTokenSize + 1) >> 8);
+  tooLong[lengthAt + 1] = static_cast<std::uint8_t>(kMaxClientTokenSize + 1);
+  CHECK_FALSE(DecodeHandshakePayload(tooLong.data(), tooLong.size(), decoded, resetToken, flags,
+                                     &token, &tokenSize));
+
+  // No token: the payload is exactly what it was before tokens (nothing after the flags).
+  const Bytes without = sealedPayload({}, plaintextSize);
+  CHECK(without.size() == withToken.size() - 2 - kMaxClientTokenSize);
+  REQUIRE(DecodeHandshakePayload(without.data(), without.size(), decoded, resetToken, flags, &token,
+                                 &tokenSize));
+  CHECK(tokenSize == 0);
+  CHECK(token == nullptr);
+}

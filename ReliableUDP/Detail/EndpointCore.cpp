@@ -316,6 +316,17 @@ bool EndpointCore::Admits(const Address& from, Microseconds now) {
 }
 
 void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
+  SendStatelessRefusal(&PacketWriter::BeginRefusal, to, clientId, now);
+}
+
+void EndpointCore::SendAuthRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
+  // Sent only for a valid cookie, so only to an address that receives its datagrams.
+  SendStatelessRefusal(&PacketWriter::BeginAuthRefusal, to, clientId, now);
+}
+
+void EndpointCore::SendStatelessRefusal(void (PacketWriter::*begin)(ConnectionId) noexcept,
+                                        const Address& to, ConnectionId clientId,
+                                        Microseconds now) {
   auto& stats = m_context.stats;
   ++stats.connectionsRefused;
   // 13 bytes for a 1200-byte Hello: no amplification; and rate-limited, so a flood of spoofed
@@ -326,23 +337,7 @@ void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microse
   }
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  writer.BeginRefusal(clientId);
-  m_context.Send(to, writer);
-  ++stats.refusalsSent;
-}
-
-void EndpointCore::SendAuthRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
-  auto& stats = m_context.stats;
-  ++stats.connectionsRefused;
-  // As small as a Refusal, and rate-limited with it; sent only for a valid cookie, so only to an
-  // address that receives its datagrams.
-  if (clientId == 0 || !m_statelessReplies.TryTake(now)) {
-    ++stats.statelessRepliesSuppressed;
-    return;
-  }
-  auto& buffer = m_context.datagram;
-  PacketWriter writer(buffer.data(), buffer.size());
-  writer.BeginAuthRefusal(clientId);
+  (writer.*begin)(clientId);
   m_context.Send(to, writer);
   ++stats.refusalsSent;
 }

@@ -12,6 +12,7 @@
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
+#include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
 #include "TimerQueue/ITimer.h"
 
@@ -114,6 +115,10 @@ class EndpointCore final : public ITimer {
   // Stateless replies, rate-limited together and always smaller than what they answer.
   void SendRefusal(const Address& to, ConnectionId clientId, Microseconds now);
   void SendAuthRefusal(const Address& to, ConnectionId clientId, Microseconds now);
+  // Either refusal (`begin` writes its type), counted, rate-limited with the other stateless
+  // replies.
+  void SendStatelessRefusal(void (PacketWriter::*begin)(ConnectionId) noexcept, const Address& to,
+                            ConnectionId clientId, Microseconds now);
   void SendStatelessReset(const Address& to, ConnectionId unknownId, std::size_t receivedSize,
                           Microseconds now);
   void RegisterResetToken(std::uint32_t slot);

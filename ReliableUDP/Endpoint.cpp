@@ -414,7 +414,7 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
 
 Endpoint::Endpoint(boost::asio::io_context& ioContext, const Udp::endpoint& local,
                    EndpointOptions options)
-    : m_impl(std::make_shared<Impl>(ioContext, local, ValidateOptions(options))) {
+    : m_impl(std::make_shared<Impl>(ioContext, local, ValidateOptions(std::move(options)))) {
   m_impl->Start();
 }
 

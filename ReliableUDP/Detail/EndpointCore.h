@@ -12,8 +12,8 @@
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
-#include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
+#include "ReliableUDP/Detail/WireFormat.h"
 #include "TimerQueue/ITimer.h"
 
 namespace timerwheel::rudp::detail {

@@ -158,6 +158,9 @@ struct EndpointStatistics {
   // Encryption (docs/reliable-udp.md, "Encryption").
   std::uint64_t droppedAuthenticationFailed = 0;  // a sealed packet or handshake did not open
   std::uint64_t droppedUnprotected = 0;           // a plaintext packet for an encrypted connection
+  // A keyed handshake whose connection already ended, sent again while its cookie still verifies:
+  // a replay (the client itself never resends one after its connection was established).
+  std::uint64_t droppedReplayedHandshake = 0;
   // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
   std::uint64_t sendSystemCalls = 0;
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams

@@ -49,6 +49,10 @@ bool ConnectionKeys::Open(PacketNumber packetNumber, bool phaseBit, std::uint8_t
   if (m_hasPrevious && packetNumber < m_lowestReceivedInPhase) {
     return ReceiveKey(m_phase - 1)->Open(packetNumber, packet, headerSize, sealedSize, payloadSize);
   }
+  // A peer moves on only after it opened a packet of ours in the current phase, so we have sealed
+  // one: else this is a peer forcing updates back to back (each costs us key derivations and two
+  // key set-ups), refused before it costs even the AEAD (RFC 9001 6.1's rule, checked on receipt).
+  if (m_sealedInPhase == 0) return false;
   if (!ReceiveKey(m_phase + 1)->Open(packetNumber, packet, headerSize, sealedSize, payloadSize)) {
     return false;
   }

@@ -21,7 +21,9 @@ namespace timerwheel::rudp::detail {
 // RFC 9001 6.6), but only once the peer has shown that it is in the current phase too (a packet
 // of it opened under the current key), so the phases never get more than one apart. A peer's
 // update is noticed when a packet with the other phase bit opens under the next key; only then
-// does anything change, so a forged packet cannot move the keys. Packets reordered across an
+// does anything change, so a forged packet cannot move the keys. The same rule is enforced on the
+// peer: its update is refused until we have sealed a packet in the current phase, so a rogue peer
+// forces at most one update per packet we send. Packets reordered across an
 // update still open under the previous key, kept until DiscardPreviousKey (the connection calls
 // it some PTOs after the update): a packet with the other bit is from the previous phase if its
 // number is below every number received in the current phase, else from the next.

@@ -9,6 +9,23 @@
 #include <utility>
 
 namespace timerwheel::rudp::detail {
+namespace {
+
+// Each retired keyed handshake is a connection accepted within one cookie lifetime (two windows
+// and a second), and every accept takes a token of the newConnectionsPerSecond bucket (which
+// holds one second's burst): this many entries are never exceeded. Without a rate limit, the
+// connection limit sizes it instead.
+std::size_t RetiredHandshakeCapacity(const EndpointOptions& options) noexcept {
+  constexpr std::size_t kFloor = 1024;
+  const std::size_t seconds = (2 * static_cast<std::size_t>(options.cookieWindow) + 999) / 1000 + 2;
+  const std::size_t rate = options.newConnectionsPerSecond;
+  if (rate == 0) return (std::max)(options.maxConnections, kFloor);
+  if (rate > SIZE_MAX / seconds) return SIZE_MAX;
+  return (std::max)(rate * seconds, kFloor);
+}
+
+}  // namespace
+
 EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
                            const EndpointOptions& options, ITimer* timerSink)
     : m_io(io),
@@ -16,7 +33,9 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
       m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
       m_admission(options),
       m_statelessReplies(options.statelessRepliesPerSecond),
-      m_keyExchanges(options.newConnectionsPerSecond) {}
+      m_keyExchanges(options.newConnectionsPerSecond),
+      m_retiredHandshakes(RetiredHandshakeCapacity(options)),
+      m_retiredHandshakeHashKey(RandomSipHashKey()) {}
 
 EndpointCore::~EndpointCore() { Shutdown(); }
 
@@ -155,6 +174,7 @@ bool EndpointCore::CookieHolds(const Address& from, const PacketHeader& header, 
   // Verified every time, a repeat for a live connection too: otherwise anyone who knows (or
   // guesses) a client's address and connection ID draws a Welcome without ever having seen a
   // cookie. The check is a SipHash, far cheaper than the Welcome it guards.
+  m_retiredHandshakes.Expire(now);  // a comparison unless one is due
   if (header.source == 0 || !m_cookies.Verify(header.cookie, from.bytes.data(), from.ByteCount(),
                                               from.port, header.source, now)) {
     ++m_context.stats.droppedBadCookie;
@@ -196,6 +216,15 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
     // A plaintext server: the client pinned a key we cannot prove we hold.
     return SendAuthRefusal(from, header.source, now);
   }
+  // A connection that already ended was made from this very handshake: whoever sends it again
+  // replays what they saw. (While the connection lives, CookieHolds answers a repeat.)
+  if (m_retiredHandshakes.Contains(RetiredHandshakeKey(from, header.source))) {
+    ++stats.droppedReplayedHandshake;
+    return;
+  }
+  // Full only without a connection rate limit (see RetiredHandshakeCapacity): then refused
+  // until entries expire, rather than forget one and let its replay in.
+  if (m_retiredHandshakes.Full()) return SendRefusal(from, header.source, now);
   if (!MayAccept(from, header.source, now)) return;
   // The same cookie may come again and again (no connection is made for a handshake that fails
   // to open, so nothing remembers it): each costs a key exchange, hence the rate.
@@ -268,9 +297,10 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
   m_byHandshake.emplace(HandshakeKey{from, clientId}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
-  m_handshakeExpiries.push_back(
-      HandshakeExpiry{now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000,
-                      slot, m_slots[slot].generation});
+  const Microseconds expiresAt =
+      now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000;
+  m_slots[slot].handshakeExpiresAt = expiresAt;
+  m_handshakeExpiries.push_back(HandshakeExpiry{expiresAt, slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
   ++stats.connectionsAccepted;
   RegisterResetTokenOf(slot, resetToken);
@@ -308,6 +338,18 @@ void EndpointCore::OnReset(const Address& from, const PacketHeader& header) {
   ++stats.statelessResetsReceived;
   connection->OnStatelessReset();
   HandleEvents(slot);
+}
+
+std::uint64_t EndpointCore::RetiredHandshakeKey(const Address& from,
+                                                ConnectionId clientId) const noexcept {
+  std::array<std::uint8_t, 1 + 16 + 2 + 8> bytes{};  // family, address, port, client's ID
+  bytes[0] = static_cast<std::uint8_t>(from.family);
+  std::copy(from.bytes.begin(), from.bytes.end(), bytes.begin() + 1);
+  bytes[17] = static_cast<std::uint8_t>(from.port >> 8);
+  bytes[18] = static_cast<std::uint8_t>(from.port);
+  for (std::size_t i = 0; i < 8; ++i)
+    bytes[19 + i] = static_cast<std::uint8_t>(clientId >> (8 * i));
+  return SipHash24(m_retiredHandshakeHashKey, bytes.data(), bytes.size());
 }
 
 bool EndpointCore::Admits(const Address& from, Microseconds now) {
@@ -436,6 +478,12 @@ void EndpointCore::Retire(std::uint32_t slot) {
     m_byHandshake.erase(HandshakeKey{connection->Remote(), connection->PeerId()});
     entry.inHandshakeMap = false;
     ++m_deadHandshakeExpiries;  // its expiry entry stays in the list until compacted
+    // Its cookie still verifies. Plaintext handshakes are not remembered: they authenticate
+    // nothing, so a replay gives an on-path attacker no more than forging one would.
+    if (connection->IsEncrypted()) {
+      m_retiredHandshakes.Add(RetiredHandshakeKey(connection->Remote(), connection->PeerId()),
+                              entry.handshakeExpiresAt);
+    }
   }
   if (connection->GetRole() == ConnectionCore::Role::Server) {
     for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
@@ -550,6 +598,7 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
   sizes.connectionIdBuckets = m_byId.bucket_count();
   sizes.handshakes = m_byHandshake.size();
   sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
+  sizes.retiredHandshakes = m_retiredHandshakes.Size();
   sizes.resetTokens = m_byResetToken.size();
   sizes.admissionAddresses = m_admission.TrackedAddresses();
   sizes.admissionPrefixes = m_admission.TrackedPrefixes();
@@ -600,6 +649,7 @@ void EndpointCore::OnTimer(UserData userData) {
   }
   const Microseconds now = m_io.Now();
   if (m_handshakeExpiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
+  m_retiredHandshakes.Expire(now);
   m_slots[slot].connection->OnTimer(target.kind, now);
   HandleEvents(slot);
 }

@@ -11,6 +11,8 @@
 #include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "ReliableUDP/Detail/RetiredHandshakes.h"
+#include "ReliableUDP/Detail/SipHash.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
 #include "ReliableUDP/Detail/WireFormat.h"
@@ -64,6 +66,7 @@ class EndpointCore final : public ITimer {
     std::size_t connectionIdBuckets = 0;
     std::size_t handshakes = 0;         // handshakes whose cookie could still be replayed
     std::size_t handshakeExpiries = 0;  // their expiry list, dead entries included
+    std::size_t retiredHandshakes = 0;  // keyed handshakes ended while their cookie verifies
     std::size_t resetTokens = 0;
     std::size_t admissionAddresses = 0;
     std::size_t admissionPrefixes = 0;
@@ -81,7 +84,8 @@ class EndpointCore final : public ITimer {
   struct Slot {
     std::shared_ptr<ConnectionCore> connection;
     std::uint32_t generation = 0;
-    bool inHandshakeMap = false;  // server side, while its cookie could still be replayed
+    bool inHandshakeMap = false;          // server side, while its cookie could still be replayed
+    Microseconds handshakeExpiresAt = 0;  // when its cookie stops verifying (server side)
   };
   struct HandshakeKey {
     Address remote;
@@ -110,6 +114,9 @@ class EndpointCore final : public ITimer {
                                                    const ResetToken& resetToken, Microseconds now);
   void AfterAccept(const std::shared_ptr<ConnectionCore>& connection);
   void OnReset(const Address& from, const PacketHeader& header);
+  // The key of a handshake in m_retiredHandshakes: a keyed hash, so that nobody can aim
+  // collisions at a client's handshake.
+  std::uint64_t RetiredHandshakeKey(const Address& from, ConnectionId clientId) const noexcept;
   // Whether a new connection from `from` may be made now (connection limit, admission control).
   bool Admits(const Address& from, Microseconds now);
   // Stateless replies, rate-limited together and always smaller than what they answer.
@@ -145,6 +152,9 @@ class EndpointCore final : public ITimer {
   std::vector<std::uint32_t> m_freeSlots;
   std::unordered_map<ConnectionId, std::uint32_t> m_byId;
   std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
+  // Keyed handshakes whose connection ended within its cookie's lifetime: a replay is dropped.
+  RetiredHandshakes m_retiredHandshakes;
+  SipHashKey m_retiredHandshakeHashKey;
   // When each handshake entry may go: once its cookie is stale, a repeated HelloWithCookie is
   // refused anyway, so idle connections stop paying for the entry. In expiry order.
   struct HandshakeExpiry {

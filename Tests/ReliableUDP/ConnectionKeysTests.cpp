@@ -118,6 +118,35 @@ TEST_CASE("a forged or altered packet with the other phase bit does not move the
   CHECK(Receive(server, packet) == "genuine");
 }
 
+TEST_CASE("a peer cannot force a second update before we sent a packet in the phase",
+          "[rudp][crypto][hostile]") {
+  // The rogue client follows the rules as far as it can be made to: `mirror` keeps the same keys
+  // as the server under test and tells the rogue that the server is in each new phase, which the
+  // real server never said.
+  ConnectionKeys rogue(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, 1);
+  ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 1);
+  ConnectionKeys mirror(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 1);
+  CHECK(Receive(server, Send(rogue, 0, "p0")) == "p0");
+  CHECK(Receive(rogue, Send(server, 0, "s0")) == "s0");  // the server did send in phase 0
+  const Sealed first = Send(rogue, 1, "p1");
+  CHECK(first.phaseBit);
+  CHECK(Receive(server, first) == "p1");  // a genuine update: followed
+  Send(mirror, 0, "s0");                  // in step with the server
+  CHECK(Receive(mirror, first) == "p1");
+  CHECK(server.Phase() == 1);
+
+  // The rogue hears of phase 1 from the mirror only, and updates again at once.
+  CHECK(Receive(rogue, Send(mirror, 1, "m")) == "m");
+  const Sealed second = Send(rogue, 2, "p2");
+  CHECK(rogue.Phase() == 2);
+  CHECK(Receive(server, second).empty());
+  CHECK(server.Phase() == 1);
+  // Once the server has sent in phase 1, the same update is a genuine one.
+  Send(server, 1, "s1");
+  CHECK(Receive(server, second) == "p2");
+  CHECK(server.Phase() == 2);
+}
+
 TEST_CASE("long-running connections step through many phases", "[rudp][crypto]") {
   ConnectionKeys client(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, 2);
   ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 2);

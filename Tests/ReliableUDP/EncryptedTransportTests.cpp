@@ -51,6 +51,7 @@ struct Secured {
       }
       if (from == client->Address() && packet.header.type == PacketType::SecureHelloWithCookie) {
         clientId = packet.header.source;
+        hello = datagram;
       }
     };
     server->Accept([this](boost::system::error_code, std::shared_ptr<Connection> c) {
@@ -82,6 +83,7 @@ struct Secured {
   std::vector<std::vector<std::uint8_t>> everything;
   std::vector<std::vector<std::uint8_t>> clientPackets;
   ConnectionId clientId = 0;
+  std::vector<std::uint8_t> hello;  // the client's SecureHelloWithCookie, as sent
 };
 
 bool Contains(const std::vector<std::uint8_t>& haystack, const std::vector<std::uint8_t>& needle) {
@@ -174,6 +176,46 @@ TEST_CASE(
     CHECK(pair.Transfer(20));
     CHECK(pair.clientPackets.empty());
   }
+}
+
+TEST_CASE(
+    "a handshake replayed after its connection ended opens nothing while its cookie still "
+    "verifies",
+    "[rudp][crypto][encryption][hostile]") {
+  // An on-path observer resends the client's SecureHelloWithCookie from the client's address
+  // once the connection is over: without the server remembering it, the cookie (bound to that
+  // address and client ID) still verifies, the sealed part still opens under the server's key,
+  // and a second connection in the client's name (and with its token) reaches the accept handler.
+  SimulatedNetwork network(2010);
+  const auto key = rudp::MakeServerKeyPair();
+  Secured pair(network, key, key.publicKey);
+  REQUIRE(pair.serverSide);
+  REQUIRE_FALSE(pair.hello.empty());
+  pair.clientSide->Abort();
+  REQUIRE(network.RunFor(kSecond, [&] { return pair.server->Statistics().connectionsOpen == 0; }));
+  CHECK(pair.server->Core().Tables().retiredHandshakes == 1);
+
+  std::shared_ptr<Connection> replayed;
+  pair.server->Accept(
+      [&](boost::system::error_code, std::shared_ptr<Connection> c) { replayed = std::move(c); });
+  for (int i = 0; i < 3; ++i) pair.server->Deliver(pair.client->Address(), pair.hello);
+  network.RunFor(kSecond);
+  auto stats = pair.server->Statistics();
+  CHECK_FALSE(replayed);
+  CHECK(stats.connectionsAccepted == 1);
+  CHECK(stats.connectionsOpen == 0);
+  CHECK(stats.droppedReplayedHandshake == 3);
+
+  // Once the cookie can no longer verify, the entry goes and the cookie check refuses a replay.
+  network.RunFor(25 * kSecond);
+  const auto badCookies = stats.droppedBadCookie;
+  pair.server->Deliver(pair.client->Address(), pair.hello);
+  network.RunFor(kSecond);
+  stats = pair.server->Statistics();
+  CHECK(pair.server->Core().Tables().retiredHandshakes == 0);
+  CHECK_FALSE(replayed);
+  CHECK(stats.connectionsAccepted == 1);
+  CHECK(stats.droppedBadCookie == badCookies + 1);
 }
 
 TEST_CASE("a tampered Welcome fails the connect with AuthenticationFailed",

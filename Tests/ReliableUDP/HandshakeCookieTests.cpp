@@ -1,11 +1,13 @@
 // SipHash-2-4 (libsodium's crypto_shorthash, as the engine calls it) against the reference vectors,
-// connection ID generation, and handshake cookies.
+// connection ID generation, handshake cookies, and the record of keyed handshakes that ended
+// while their cookie still verifies.
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <set>
 
 #include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "ReliableUDP/Detail/RetiredHandshakes.h"
 #include "ReliableUDP/Detail/SipHash.h"
 
 using namespace timerwheel::rudp::detail;
@@ -184,4 +186,34 @@ TEST_CASE("addresses longer than 16 bytes never verify", "[rudp][cookie]") {
   const std::array<std::uint8_t, 17> longAddress{};
   const auto cookie = cookies.Mint(longAddress.data(), longAddress.size(), kPort, kClient, 0);
   CHECK_FALSE(cookies.Verify(cookie, longAddress.data(), longAddress.size(), kPort, kClient, 0));
+}
+
+// ---- Retired handshakes
+// ---------------------------------------------------------------------------
+
+TEST_CASE("a retired handshake is held until its own expiry, whatever the order they retired in",
+          "[rudp][handshake][replay]") {
+  RetiredHandshakes retired(3);
+  // Connections end in any order: the second to retire expires first.
+  retired.Add(1, 30);
+  retired.Add(2, 10);
+  CHECK_FALSE(retired.Full());
+  retired.Add(3, 20);
+  CHECK(retired.Full());
+  CHECK(retired.Contains(1));
+  CHECK(retired.Contains(2));
+  CHECK_FALSE(retired.Contains(4));
+
+  retired.Expire(9);
+  CHECK(retired.Size() == 3);
+  retired.Expire(10);  // an entry goes at its expiry, not before
+  CHECK_FALSE(retired.Contains(2));
+  CHECK(retired.Contains(1));
+  CHECK(retired.Contains(3));
+  CHECK_FALSE(retired.Full());
+  retired.Expire(25);
+  CHECK(retired.Size() == 1);
+  CHECK(retired.Contains(1));
+  retired.Expire(30);
+  CHECK(retired.Size() == 0);
 }

@@ -2,13 +2,15 @@
 // relay, in one run on one machine; then many connections on one ReliableUDP server socket with
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
-// Usage: TransportBenchmark [--quick | --full] [--results DIR]
+// Usage: TransportBenchmark [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR]
 //                           [--only latency|bulk|many|hostile|loopback]... [--idle N]...
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
+//   --seeds  seeds per point (after --quick or --full, which set theirs)
+//   --loss   just these loss levels of the latency and bulk tables, in percent (repeatable)
 //   --only   run just these parts (default: all four)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and

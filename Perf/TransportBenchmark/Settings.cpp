@@ -6,6 +6,7 @@
 namespace timerwheel::perf {
 
 bool ParseSettings(int argc, char** argv, Settings& settings) {
+  bool lossesGiven = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
@@ -28,6 +29,23 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       if (settings.activeCount != 0) settings.idleCounts.clear();
       settings.activeCount = 0;
       settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
+    } else if (arg == "--seeds" && i + 1 < argc) {
+      // After --quick or --full, which set their own.
+      settings.seeds = std::atoi(argv[++i]);
+      if (settings.seeds < 1 || settings.seeds > 100) {
+        std::fprintf(stderr, "--seeds takes 1 to 100, not '%s'\n", argv[i]);
+        return false;
+      }
+    } else if (arg == "--loss" && i + 1 < argc) {
+      // Only these loss levels, in percent (repeatable; after --quick, which sets its own).
+      const double percent = std::atof(argv[++i]);
+      if (!(percent >= 0 && percent < 100)) {
+        std::fprintf(stderr, "--loss takes a percentage in [0, 100), not '%s'\n", argv[i]);
+        return false;
+      }
+      if (!lossesGiven) settings.losses.clear();
+      lossesGiven = true;
+      settings.losses.push_back(percent / 100);
     } else if (arg == "--results" && i + 1 < argc) {
       settings.results = argv[++i];
     } else if (arg == "--hostile") {
@@ -57,7 +75,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.only.push_back(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--results DIR] "
+                   "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
                    "[--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile] "
                    "[--attacker-nice] "
                    "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",

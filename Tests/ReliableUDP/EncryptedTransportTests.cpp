@@ -15,6 +15,7 @@
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Error.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/RawHandshake.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
@@ -27,6 +28,17 @@ using rudp::Connection;
 namespace {
 
 constexpr Microseconds kSecond = 1'000'000;
+
+// A server holding `key` and a client that pinned its public half.
+struct KeyedOptions {
+  explicit KeyedOptions(const rudp::ServerKeyPair& key) {
+    server.acceptIncoming = true;
+    server.serverSecretKey = key.secretKey;
+    client.serverPublicKey = key.publicKey;
+  }
+  rudp::EndpointOptions server;
+  rudp::EndpointOptions client;
+};
 
 // A server with a key pair and a client that pinned `pinned` (all zero: plaintext). The tap
 // keeps every datagram and the secure data packets the client sent.
@@ -186,7 +198,7 @@ TEST_CASE(
   // once the connection is over: without the server remembering it, the cookie (bound to that
   // address and client ID) still verifies, the sealed part still opens under the server's key,
   // and a second connection in the client's name (and with its token) reaches the accept handler.
-  SimulatedNetwork network(2010);
+  SimulatedNetwork network(2011);
   const auto key = rudp::MakeServerKeyPair();
   Secured pair(network, key, key.publicKey);
   REQUIRE(pair.serverSide);
@@ -222,13 +234,9 @@ TEST_CASE("a tampered Welcome fails the connect with AuthenticationFailed",
           "[rudp][crypto][encryption]") {
   SimulatedNetwork network(2003);
   const auto key = rudp::MakeServerKeyPair();
-  rudp::EndpointOptions serverOptions;
-  serverOptions.acceptIncoming = true;
-  serverOptions.serverSecretKey = key.secretKey;
-  rudp::EndpointOptions clientOptions;
-  clientOptions.serverPublicKey = key.publicKey;
-  auto& server = network.AddHost(9000, serverOptions);
-  auto& client = network.AddHost(9001, clientOptions);
+  const KeyedOptions options(key);
+  auto& server = network.AddHost(9000, options.server);
+  auto& client = network.AddHost(9001, options.client);
   // An attacker on the path holds back the server's Welcome and sends one with a bit of its
   // sealed part flipped, and the checksum fixed: the client must see the server did not say it.
   std::vector<std::uint8_t> welcome;
@@ -387,13 +395,9 @@ TEST_CASE(
   reordering.rate = 1e6;
   network.SetDefaultLink(reordering);
   const auto key = rudp::MakeServerKeyPair();
-  rudp::EndpointOptions serverOptions;
-  serverOptions.acceptIncoming = true;
-  serverOptions.serverSecretKey = key.secretKey;
-  rudp::EndpointOptions clientOptions;
-  clientOptions.serverPublicKey = key.publicKey;
-  auto& server = network.AddHost(9000, serverOptions);
-  auto& client = network.AddHost(9001, clientOptions);
+  const KeyedOptions options(key);
+  auto& server = network.AddHost(9000, options.server);
+  auto& client = network.AddHost(9001, options.client);
   // An update every 64 packets, instead of every 2^22.
   server.Core().Context().packetsPerKey = 64;
   client.Core().Context().packetsPerKey = 64;
@@ -432,13 +436,9 @@ TEST_CASE("the previous key is dropped 3 PTOs after a key update by the connecti
           "[rudp][crypto][encryption]") {
   SimulatedNetwork network(2009);
   const auto key = rudp::MakeServerKeyPair();
-  rudp::EndpointOptions serverOptions;
-  serverOptions.acceptIncoming = true;
-  serverOptions.serverSecretKey = key.secretKey;
-  rudp::EndpointOptions clientOptions;
-  clientOptions.serverPublicKey = key.publicKey;
-  auto& server = network.AddHost(9000, serverOptions);
-  auto& client = network.AddHost(9001, clientOptions);
+  const KeyedOptions options(key);
+  auto& server = network.AddHost(9000, options.server);
+  auto& client = network.AddHost(9001, options.client);
   server.Core().Context().packetsPerKey = 64;
   client.Core().Context().packetsPerKey = 64;
   // The newest packet the client sealed in phase 0, and both connection IDs.
@@ -514,10 +514,7 @@ TEST_CASE("the client's token travels sealed and the server's accept handler see
           "[rudp][crypto][encryption]") {
   SimulatedNetwork network(2010);
   const auto key = rudp::MakeServerKeyPair();
-  rudp::EndpointOptions serverOptions;
-  serverOptions.acceptIncoming = true;
-  serverOptions.serverSecretKey = key.secretKey;
-  auto& server = network.AddHost(9000, serverOptions);
+  auto& server = network.AddHost(9000, KeyedOptions(key).server);
   const std::string ticket = "ticket:alice:7f3a9c";
   // The accept handler (one per client): the expected ticket is let in, anything else aborted.
   std::vector<std::vector<std::uint8_t>> seen;
@@ -537,8 +534,7 @@ TEST_CASE("the client's token travels sealed and the server's accept handler see
   };
   // A client with `token`: connects, sends one message and waits for it to end or be answered.
   auto connect = [&](unsigned short port, const std::string& token) {
-    rudp::EndpointOptions clientOptions;
-    clientOptions.serverPublicKey = key.publicKey;
+    rudp::EndpointOptions clientOptions = KeyedOptions(key).client;
     clientOptions.clientToken.assign(token.begin(), token.end());
     auto& client = network.AddHost(port, clientOptions);
     std::shared_ptr<Connection> side;
@@ -606,22 +602,16 @@ TEST_CASE(
     "[rudp][crypto][encryption]") {
   SimulatedNetwork network(2008);
   const auto key = rudp::MakeServerKeyPair();
-  rudp::EndpointOptions serverOptions;
-  serverOptions.acceptIncoming = true;
-  serverOptions.serverSecretKey = key.secretKey;
-  serverOptions.newConnectionsPerSecond = 1000;
-  auto& server = network.AddHost(9000, serverOptions);
+  KeyedOptions options(key);
+  options.server.newConnectionsPerSecond = 1000;
+  auto& server = network.AddHost(9000, options.server);
   RawHandshake raw(network, server);
   const Udp::endpoint attacker(boost::asio::ip::make_address_v4("10.0.0.66"), 4000);
   constexpr ConnectionId kId = 0x0A0B0C0D0E0F1011u;
 
   // A genuine cookie for the attacker's own address, then 5,000 SecureHelloWithCookies with it
   // and a sealed part under a key the server does not share: each one fails to open.
-  std::vector<std::uint8_t> hello(kHelloSize);
-  PacketWriter helloWriter(hello.data(), hello.size());
-  helloWriter.BeginHello(kId);
-  hello.resize(helloWriter.Finish());
-  REQUIRE(raw.Deliver(attacker, hello) == RawHandshake::Outcome::Cookie);
+  REQUIRE(raw.Deliver(attacker, HelloDatagram(kId)) == RawHandshake::Outcome::Cookie);
   DecodedPacket cookie;
   REQUIRE(DecodePacket(raw.LastReply().data(), raw.LastReply().size(), cookie) == DecodeStatus::Ok);
   class JunkSealer final : public IPacketSealer {
@@ -634,17 +624,11 @@ TEST_CASE(
    private:
     PacketProtection m_protection{AeadAlgorithm::ChaCha20Poly1305, PacketKey{}};
   } sealer;
-  TransportParameters parameters;
-  parameters.maxAckDelayMs = 25;
-  parameters.initialMaxData = 1 << 20;
-  parameters.maxDatagramSize = 1200;
-  parameters.idleTimeoutMs = 30'000;
-  parameters.maxMessageSize = 1 << 16;
   std::vector<std::uint8_t> junk(kHelloSize);
   PacketWriter junkWriter(junk.data(), junk.size());
   X25519Key ephemeral = X25519PublicKey(X25519Key{1, 2, 3});
-  junkWriter.BeginSecureHelloWithCookie(kId, cookie.header.cookie, ephemeral, parameters, {}, 0,
-                                        sealer);
+  junkWriter.BeginSecureHelloWithCookie(kId, cookie.header.cookie, ephemeral, TypicalParameters(),
+                                        {}, 0, sealer);
   junk.resize(junkWriter.Finish());
   for (int i = 0; i < 5000; ++i) server.Deliver(attacker, junk);
   network.RunFor(kSecond / 10);

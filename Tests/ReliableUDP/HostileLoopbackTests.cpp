@@ -21,6 +21,7 @@
 
 #include "ReliableUDP/Endpoint.h"
 #include "ReliableUDP/Support/ConnectEndpoints.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 #include "ReliableUDP/Support/RawSocketPeer.h"
 #include "Support/IoThreads.h"
 
@@ -61,11 +62,7 @@ std::shared_ptr<rudp::Connection> AcceptOne(Endpoint& server) {
 // what else the server sent `peer` meanwhile.
 std::vector<Bytes> Barrier(RawSocketPeer& peer, detail::ConnectionId id) {
   std::vector<Bytes> others;
-  Bytes hello(detail::kHelloSize);
-  detail::PacketWriter writer(hello.data(), hello.size());
-  writer.BeginHello(id);
-  hello.resize(writer.Finish());
-  peer.Send(hello);
+  peer.Send(HelloDatagram(id));
   for (;;) {
     const auto reply = peer.Receive();
     REQUIRE(reply);

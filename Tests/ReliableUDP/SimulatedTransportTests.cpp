@@ -6,6 +6,7 @@
 
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/FrameWriting.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
@@ -186,25 +187,9 @@ TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie mak
                     const std::vector<std::uint8_t>& datagram) {
     if (to == from) lastReply = datagram;
   };
-  auto hello = [](ConnectionId source) {
-    std::vector<std::uint8_t> datagram(kHelloSize);
-    PacketWriter writer(datagram.data(), datagram.size());
-    writer.BeginHello(source);
-    datagram.resize(writer.Finish());
-    return datagram;
-  };
-  auto helloWithCookie = [](ConnectionId source,
-                            const std::array<std::uint8_t, kCookieSize>& cookie) {
-    std::vector<std::uint8_t> datagram(kHelloSize);
-    PacketWriter writer(datagram.data(), datagram.size());
-    TransportParameters parameters{10, 1 << 21, 1200, 30'000, 1 << 20};
-    writer.BeginHelloWithCookie(source, cookie, parameters);
-    datagram.resize(writer.Finish());
-    return datagram;
-  };
   auto cookieFor = [&](ConnectionId source) {
     lastReply.clear();
-    server.Deliver(from, hello(source));
+    server.Deliver(from, HelloDatagram(source));
     DecodedPacket packet;
     REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), packet) == DecodeStatus::Ok);
     REQUIRE(packet.header.type == PacketType::Cookie);
@@ -213,7 +198,7 @@ TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie mak
   };
 
   SECTION("Hellos are answered statelessly and never amplified") {
-    for (int i = 0; i < 1000; ++i) server.Deliver(from, hello(0x1000 + i));
+    for (int i = 0; i < 1000; ++i) server.Deliver(from, HelloDatagram(0x1000 + i));
     const auto stats = server.Statistics();
     CHECK(stats.cookiesSent == 1000);
     CHECK(stats.connectionsOpen == 0);
@@ -223,28 +208,28 @@ TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie mak
   SECTION("a forged cookie makes no connection") {
     std::array<std::uint8_t, kCookieSize> forged{};
     forged.fill(0xAB);
-    server.Deliver(from, helloWithCookie(0x1234, forged));
+    server.Deliver(from, HelloWithCookieDatagram(0x1234, forged));
     CHECK(server.Statistics().droppedBadCookie == 1);
     CHECK(server.Statistics().connectionsOpen == 0);
   }
   SECTION("a cookie is bound to the address and the connection ID") {
     const auto cookie = cookieFor(0x1234);
-    server.Deliver(elsewhere, helloWithCookie(0x1234, cookie));
-    server.Deliver(from, helloWithCookie(0x1235, cookie));
+    server.Deliver(elsewhere, HelloWithCookieDatagram(0x1234, cookie));
+    server.Deliver(from, HelloWithCookieDatagram(0x1235, cookie));
     CHECK(server.Statistics().droppedBadCookie == 2);
     CHECK(server.Statistics().connectionsOpen == 0);
   }
   SECTION("a stale cookie makes no connection") {
     const auto cookie = cookieFor(0x1234);
     network.RunFor(20 * kSecond + 1000);  // two windows: older than the previous window
-    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    server.Deliver(from, HelloWithCookieDatagram(0x1234, cookie));
     CHECK(server.Statistics().droppedBadCookie == 1);
     CHECK(server.Statistics().connectionsOpen == 0);
   }
   SECTION("a fresh cookie makes one connection, and a repeat only repeats the Welcome") {
     const auto cookie = cookieFor(0x1234);
     network.RunFor(5 * kSecond);
-    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    server.Deliver(from, HelloWithCookieDatagram(0x1234, cookie));
     CHECK(server.Statistics().connectionsOpen == 1);
     DecodedPacket welcome;
     REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), welcome) == DecodeStatus::Ok);
@@ -252,7 +237,7 @@ TEST_CASE("a Hello gets a cookie and no state, and only a valid fresh cookie mak
     CHECK(welcome.header.destination == 0x1234);
     CHECK(welcome.header.source != 0);
     lastReply.clear();
-    server.Deliver(from, helloWithCookie(0x1234, cookie));
+    server.Deliver(from, HelloWithCookieDatagram(0x1234, cookie));
     CHECK(server.Statistics().connectionsOpen == 1);
     REQUIRE(DecodePacket(lastReply.data(), lastReply.size(), welcome) == DecodeStatus::Ok);
     CHECK(welcome.header.type == PacketType::Welcome);

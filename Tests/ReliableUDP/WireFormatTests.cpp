@@ -840,12 +840,7 @@ TEST_CASE("SecureData: header in clear, frames sealed, tag in place of the check
 
 TEST_CASE("SecureHelloWithCookie and SecureWelcome carry the handshake payload sealed",
           "[rudp][wire][crypto]") {
-  TransportParameters parameters;
-  parameters.maxAckDelayMs = 25;
-  parameters.initialMaxData = 1 << 20;
-  parameters.maxDatagramSize = 1200;
-  parameters.idleTimeoutMs = 30'000;
-  parameters.maxMessageSize = 1 << 20;
+  const TransportParameters parameters = SampleParameters();
   ResetToken token{};
   token[0] = 0xAB;
   X25519Key ephemeral{};
@@ -900,12 +895,7 @@ TEST_CASE("SecureHelloWithCookie and SecureWelcome carry the handshake payload s
 
 TEST_CASE("a SecureHelloWithCookie carries the client token sealed after the flags",
           "[rudp][wire][crypto]") {
-  TransportParameters parameters;
-  parameters.maxAckDelayMs = 25;
-  parameters.initialMaxData = 1 << 20;
-  parameters.maxDatagramSize = 1200;
-  parameters.idleTimeoutMs = 30'000;
-  parameters.maxMessageSize = 1 << 20;
+  const TransportParameters parameters = SampleParameters();
   const X25519Key ephemeral{};
   const std::array<std::uint8_t, kCookieSize> cookie{};
   TestSealer sealer(0);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
 namespace timerwheel::test {
@@ -34,25 +35,11 @@ class RawHandshake {
   // the server answered last (to `from`).
   Outcome Connect(const Udp::endpoint& from, rudp::detail::ConnectionId id) {
     using namespace rudp::detail;
-    std::vector<std::uint8_t> hello(kHelloSize);
-    PacketWriter writer(hello.data(), hello.size());
-    writer.BeginHello(id);
-    hello.resize(writer.Finish());
-    const Outcome first = Deliver(from, hello);
+    const Outcome first = Deliver(from, HelloDatagram(id));
     if (first != Outcome::Cookie) return first;
     DecodedPacket cookie;
     DecodePacket(m_lastReply.data(), m_lastReply.size(), cookie);
-    TransportParameters parameters;
-    parameters.maxAckDelayMs = 25;
-    parameters.initialMaxData = 1 << 20;
-    parameters.maxDatagramSize = 1200;
-    parameters.idleTimeoutMs = 30'000;
-    parameters.maxMessageSize = 1 << 16;
-    std::vector<std::uint8_t> second(kHelloSize);
-    PacketWriter again(second.data(), second.size());
-    again.BeginHelloWithCookie(id, cookie.header.cookie, parameters);
-    second.resize(again.Finish());
-    return Deliver(from, second);
+    return Deliver(from, HelloWithCookieDatagram(id, cookie.header.cookie));
   }
 
   // Delivers `datagram` from `from` and says what the server answered (to `from`) at once.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 
 namespace timerwheel::test {
 
@@ -69,24 +70,10 @@ class RawSocketPeer {
   // nullopt on a Refusal or anything else.
   std::optional<rudp::detail::ConnectionId> Connect(rudp::detail::ConnectionId clientId) {
     using namespace rudp::detail;
-    Bytes hello(kHelloSize);
-    PacketWriter writer(hello.data(), hello.size());
-    writer.BeginHello(clientId);
-    hello.resize(writer.Finish());
-    Send(hello);
+    Send(HelloDatagram(clientId));
     const auto cookie = ReceiveDecoded();
     if (!cookie || cookie->header.type != PacketType::Cookie) return std::nullopt;
-    TransportParameters parameters;
-    parameters.maxAckDelayMs = 25;
-    parameters.initialMaxData = 1 << 20;
-    parameters.maxDatagramSize = 1200;
-    parameters.idleTimeoutMs = 30'000;
-    parameters.maxMessageSize = 1 << 16;
-    Bytes second(kHelloSize);
-    PacketWriter again(second.data(), second.size());
-    again.BeginHelloWithCookie(clientId, cookie->header.cookie, parameters);
-    second.resize(again.Finish());
-    Send(second);
+    Send(HelloWithCookieDatagram(clientId, cookie->header.cookie));
     const auto answer = ReceiveDecoded();
     if (!answer || answer->header.type != PacketType::Welcome) return std::nullopt;
     return answer->header.source;

@@ -104,6 +104,10 @@ struct EndpointOptions {
   // Connection::ClientToken() and may Abort a connection whose token it refuses. Empty: none.
   // Refused without a pinned key: it would travel in clear.
   std::vector<std::uint8_t> clientToken;
+  // The AEAD: AES-256-GCM when both ends allow it and their CPUs have AES-NI and PCLMUL (libsodium
+  // has it only there), else ChaCha20-Poly1305. False: always ChaCha20-Poly1305 (to measure what
+  // a peer without AES instructions costs, or where AES hardware is not trusted).
+  bool allowAes256Gcm = true;
   // Batched socket I/O (Linux; elsewhere one datagram per system call whatever these say). The
   // engine still handles every datagram on its own; these change only how many one system call
   // carries. See UdpSocket/DatagramBatch.h.

@@ -72,6 +72,7 @@ struct ConnectionStatistics {
   std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
   // Encryption: whether the connection is encrypted, and its key updates so far.
   bool encrypted = false;
+  bool aes256Gcm = false;  // encrypted with AES-256-GCM (else ChaCha20-Poly1305)
   std::uint64_t keyUpdates = 0;
 };
 

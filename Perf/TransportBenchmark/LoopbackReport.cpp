@@ -39,6 +39,10 @@ void RunLoopbackTable(const Settings& settings) {
   encrypted.serverPublicKey = key.publicKey;
   auto bulkConfigurations = configurations;
   bulkConfigurations.emplace_back("GSO/GRO, encrypted", encrypted);
+  // What a peer without AES instructions gets.
+  rudp::EndpointOptions chacha = encrypted;
+  chacha.allowAes256Gcm = false;
+  bulkConfigurations.emplace_back("GSO/GRO, ChaCha20", chacha);
   for (const auto& [name, options] : bulkConfigurations) {
     const LoopbackBulkRow row = RunLoopbackBulk(name, options, settings.loopbackMegabytes);
     std::printf("%-20s %7.1f %9.2f %8.3f %8.3f %9.2f %8.3f %8.3f %9llu %9llu %8llu %8llu\n", name,

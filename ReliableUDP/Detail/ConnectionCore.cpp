@@ -1071,6 +1071,7 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.flowControlStalls = m_stats.flowControlStalls;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
   stats.encrypted = m_keys != nullptr;
+  stats.aes256Gcm = m_keys != nullptr && m_keys->Algorithm() == AeadAlgorithm::Aes256Gcm;
   stats.keyUpdates = KeyPhase();
   for (unsigned kind = 0; kind < kTimerKindCount; ++kind) {
     stats.timerArmed[kind] = m_stats.timerArmed[kind];

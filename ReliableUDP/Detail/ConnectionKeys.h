@@ -61,6 +61,7 @@ class ConnectionKeys {
   }
   bool HasPreviousKey() const noexcept { return m_hasPrevious; }
   std::uint64_t Phase() const noexcept { return m_phase; }
+  AeadAlgorithm Algorithm() const noexcept { return m_algorithm; }
 
  private:
   void MoveToNextPhase();

@@ -94,7 +94,9 @@ struct EndpointContext {
       serverKey.publicKey = X25519PublicKey(serverKey.secretKey);
     }
     pinsServerKey = !IsAllZero(options.serverPublicKey);
-    if (hasServerKey || pinsServerKey) aes256GcmAvailable = Aes256GcmAvailable();
+    if ((hasServerKey || pinsServerKey) && options.allowAes256Gcm) {
+      aes256GcmAvailable = Aes256GcmAvailable();
+    }
   }
 
   // Finishes the datagram `writer` built and sends it. Every datagram goes out through here, so
@@ -132,7 +134,7 @@ struct EndpointContext {
   bool hasServerKey = false;   // a server that accepts only encrypted connections
   X25519KeyPair serverKey;     // ... its static key pair
   bool pinsServerKey = false;  // a client that connects only with the keyed handshake
-  bool aes256GcmAvailable = false;
+  bool aes256GcmAvailable = false;  // this end allows AES-256-GCM and its CPU has it
   // Packets sealed under one key before a key update. Not an option: far below the AEADs'
   // limits by default; tests lower it to see updates (and reordering across them) happen.
   std::uint64_t packetsPerKey = ConnectionKeys::kDefaultPacketsPerKey;

@@ -13,6 +13,7 @@
 
 #include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/Crc32c.h"
+#include "ReliableUDP/Detail/PacketProtection.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Error.h"
 #include "ReliableUDP/Support/HandshakeDatagrams.h"
@@ -187,6 +188,37 @@ TEST_CASE(
     CHECK_FALSE(pair.connectError);
     CHECK(pair.Transfer(20));
     CHECK(pair.clientPackets.empty());
+  }
+}
+
+TEST_CASE("AES-256-GCM only where both ends allow it and have it, else ChaCha20-Poly1305",
+          "[rudp][crypto][encryption]") {
+  const auto key = rudp::MakeServerKeyPair();
+  for (const bool serverAllows : {true, false}) {
+    for (const bool clientAllows : {true, false}) {
+      SimulatedNetwork network(2012);
+      KeyedOptions options(key);
+      options.server.allowAes256Gcm = serverAllows;
+      options.client.allowAes256Gcm = clientAllows;
+      auto& server = network.AddHost(9000, options.server);
+      auto& client = network.AddHost(9001, options.client);
+      std::shared_ptr<Connection> accepted, connected;
+      server.Accept([&](boost::system::error_code, std::shared_ptr<Connection> c) {
+        accepted = std::move(c);
+      });
+      client.Connect(server.Address(),
+                     [&](boost::system::error_code, std::shared_ptr<Connection> c) {
+                       connected = std::move(c);
+                     });
+      REQUIRE(network.RunFor(kSecond, [&] { return accepted && connected; }));
+      const bool aes = serverAllows && clientAllows && Aes256GcmAvailable();
+      CAPTURE(serverAllows, clientAllows);
+      CHECK(accepted->GetStatistics().encrypted);
+      CHECK(accepted->GetStatistics().aes256Gcm == aes);
+      CHECK(connected->GetStatistics().aes256Gcm == aes);
+      SendText(connected, "sealed");
+      CHECK(ReceiveOne(network, accepted) == "sealed");
+    }
   }
 }
 

@@ -131,9 +131,9 @@ struct EndpointContext {
   std::vector<std::uint8_t> opened;
 
   // Encryption (options.serverSecretKey, options.serverPublicKey).
-  bool hasServerKey = false;   // a server that accepts only encrypted connections
-  X25519KeyPair serverKey;     // ... its static key pair
-  bool pinsServerKey = false;  // a client that connects only with the keyed handshake
+  bool hasServerKey = false;        // a server that accepts only encrypted connections
+  X25519KeyPair serverKey;          // ... its static key pair
+  bool pinsServerKey = false;       // a client that connects only with the keyed handshake
   bool aes256GcmAvailable = false;  // this end allows AES-256-GCM and its CPU has it
   // Packets sealed under one key before a key update. Not an option: far below the AEADs'
   // limits by default; tests lower it to see updates (and reordering across them) happen.

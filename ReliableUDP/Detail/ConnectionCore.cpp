@@ -60,6 +60,7 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
     : m_context(context),
       m_role(role),
       m_localId(localId),
+      m_jitterState(localId | 1),
       m_remote(remote),
       m_slot(slot),
       m_sendBuffer(context.pool, context.options.sendBufferSize),
@@ -305,9 +306,13 @@ void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseco
   m_peerMaxData = peer.initialMaxData;
   m_advertisedMaxData = m_receiveBuffer.Limit();
   m_loss.SetPeerMaxAckDelay(peer.maxAckDelayMs * 1000);
+  // A quarter of the keepalive interval: a lost keepalive is probed once or twice before the
+  // next one, never in a doubling train of RTT-scale probes.
+  m_loss.SetPingProbeFloor(KeepaliveInterval() / 4);
   m_phase = Phase::Established;
   CancelTimer(TimerKind::LossDetection);
   RestartIdleTimer(now);
+  DrawKeepaliveJitter();
   RestartKeepaliveTimer(now);
 }
 
@@ -589,6 +594,7 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
     case TimerKind::Keepalive:
       if (m_phase == Phase::Established || m_phase == Phase::Closing) {
         ReleaseIdleMemory();  // nothing was sent for a keepalive interval: a quiet moment
+        DrawKeepaliveJitter();
         m_pingPending = true;
         Flush(now);
       }
@@ -680,13 +686,28 @@ void ConnectionCore::AfterKeyUse(Microseconds now) {
   ArmDeadlineTimer(now);
 }
 
+Microseconds ConnectionCore::KeepaliveInterval() const {
+  return std::min<Microseconds>(Microseconds{m_context.options.keepaliveInterval} * 1000,
+                                IdleTimeout() / 2);
+}
+
 void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
-  Microseconds interval = std::min<Microseconds>(
-      Microseconds{m_context.options.keepaliveInterval} * 1000, IdleTimeout() / 2);
+  Microseconds interval = KeepaliveInterval();
   // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
   // connection alive, so the side with thousands of connections sends and fires almost none.
   if (m_role == Role::Server) interval += interval / 2;
-  ArmTimer(TimerKind::Keepalive, now + interval, now);
+  ArmTimer(TimerKind::Keepalive, now + interval - m_keepaliveShortening, now);
+}
+
+void ConnectionCore::DrawKeepaliveJitter() {
+  // Connections opened together would keep their keepalive rounds in step for ever, and a
+  // round of 100k PINGs and answers within a second overflows a receiver (issue 18). Each round
+  // is up to an eighth shorter, drawn afresh per round (not per re-arm, so that the re-arms of
+  // one millisecond still cost one timer operation). xorshift64: no quality needed, only spread.
+  m_jitterState ^= m_jitterState << 13;
+  m_jitterState ^= m_jitterState >> 7;
+  m_jitterState ^= m_jitterState << 17;
+  m_keepaliveShortening = KeepaliveInterval() * (m_jitterState & 1023) / 8192;
 }
 
 void ConnectionCore::UpdateLossTimer(Microseconds now) {
@@ -812,6 +833,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
     }
     if (!ackEliciting && (mode == PacketMode::Probe || m_pingPending) && writer.AppendPing()) {
       ackEliciting = true;
+      sent.pingOnly = true;
     }
     if (ackEliciting) m_pingPending = false;  // any ack-eliciting packet does a PING's job
   }

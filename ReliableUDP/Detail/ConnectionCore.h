@@ -241,7 +241,11 @@ class ConnectionCore final : private IPacketFate {
   // After the keys sealed or opened a packet: if that changed the key phase, the previous
   // phase's key is to go 3 PTOs from now.
   void AfterKeyUse(Microseconds now);
+  // Our keepalive interval (the client's; a server waits half as long again).
+  Microseconds KeepaliveInterval() const;
   void RestartKeepaliveTimer(Microseconds now);
+  // A new shortening of the keepalive interval for the next round.
+  void DrawKeepaliveJitter();
   void ReleaseIdleMemory();
   void UpdateLossTimer(Microseconds now);
   void UpdateAckTimer(Microseconds now);
@@ -251,6 +255,8 @@ class ConnectionCore final : private IPacketFate {
   const Role m_role;
   Phase m_phase = Phase::Connecting;
   const ConnectionId m_localId;
+  std::uint64_t m_jitterState;             // the keepalive jitter's generator, seeded by m_localId
+  Microseconds m_keepaliveShortening = 0;  // of this round's keepalive interval
   ConnectionId m_peerId = 0;
   Address m_remote;
   const ConnectionSlot m_slot;

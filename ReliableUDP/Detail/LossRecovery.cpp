@@ -58,6 +58,7 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   m_bytesInFlight += packet.size;
   m_congestion->OnPacketSent(m_log.At(m_log.Count() - 1).packet, m_bytesInFlight);
   ++m_ackElicitingInFlight;
+  if (packet.pingOnly) ++m_pingOnlyInFlight;
   m_lastAckElicitingSent = packet.timeSent;
 }
 
@@ -111,6 +112,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
       } else {
         m_bytesInFlight -= packet.size;
         --m_ackElicitingInFlight;
+        if (packet.pingOnly) --m_pingOnlyInFlight;
         m_congestion->OnPacketAcked(packet, now);
       }
       // RFC 9002 5.1: sample only when the largest acknowledged is newly acknowledged and
@@ -182,6 +184,7 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
     ++m_packetsLost;
     m_bytesInFlight -= packet.size;
     --m_ackElicitingInFlight;
+    if (packet.pingOnly) --m_pingOnlyInFlight;
     anyLost = true;
     lostBytes += packet.size;
     largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
@@ -225,7 +228,9 @@ void LossRecovery::Settle(Microseconds now) noexcept {
 
 Microseconds LossRecovery::PtoDeadline() const noexcept {
   const unsigned shift = std::min(m_ptoCount, kMaxPtoBackoff);
-  return m_lastAckElicitingSent + (ProbeTimeout() << shift);
+  Microseconds timeout = ProbeTimeout() << shift;
+  if (m_pingOnlyInFlight == m_ackElicitingInFlight) timeout = std::max(timeout, m_pingProbeFloor);
+  return m_lastAckElicitingSent + timeout;
 }
 
 std::optional<Microseconds> LossRecovery::LossDetectionDeadline() const noexcept {
@@ -272,6 +277,7 @@ void LossRecovery::DiscardAll() noexcept {
   m_log.Clear(m_nextPacketNumber);
   m_bytesInFlight = 0;
   m_ackElicitingInFlight = 0;
+  m_pingOnlyInFlight = 0;
   m_lossTime = 0;
   m_ptoCount = 0;
   m_congestion->OnInFlightDiscarded();

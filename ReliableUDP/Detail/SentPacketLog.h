@@ -25,6 +25,9 @@ struct SentPacket {
   Microseconds deliveredTime = 0;  // when `delivered` last grew
   Microseconds firstSentTime = 0;  // send time of the packet whose ACK set `deliveredTime`
   bool appLimited = false;         // sent while the application, not the network, limited sending
+  // Its one ack-eliciting frame is a PING (a keepalive, a liveness PING, a probe of those): a
+  // flight of nothing else is probed with a floor under its timeout (LossRecovery).
+  bool pingOnly = false;
 };
 
 // A ring of records, oldest first, packet numbers ascending with the index. Each record is

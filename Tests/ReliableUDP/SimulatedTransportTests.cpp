@@ -1,6 +1,9 @@
 // ReliableUDP over a simulated network in virtual time: loss, reordering, duplication,
 // corruption, handshakes, liveness, close, flow control and timer use, all reproducible.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -43,6 +46,14 @@ struct ConnectedPair {
     connected = network.RunFor(120 * kSecond, [this] { return clientSide && serverSide; });
   }
 
+  // Sends `count` messages from the client and waits for them (both sides then have RTT
+  // samples).
+  bool Exchange(SimulatedNetwork& network, std::uint64_t count) {
+    auto stream = std::make_shared<MessageStream>(clientSide, serverSide, count);
+    stream->Start();
+    return network.RunFor(30 * kSecond, [&] { return stream->Done(); });
+  }
+
   SimulatedHost& server;
   SimulatedHost& client;
   std::shared_ptr<Connection> serverSide;
@@ -50,6 +61,33 @@ struct ConnectedPair {
   boost::system::error_code acceptError;
   boost::system::error_code connectError;
   bool connected = false;
+};
+
+// `count` connections from `client` to `server`, all opened at once; both sides' handles.
+struct ManyConnections {
+  ManyConnections(SimulatedNetwork& network, SimulatedHost& server, SimulatedHost& client,
+                  std::size_t count) {
+    accept = [this, &server] {
+      server.Accept([this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+        if (ec) return;
+        servers.push_back(std::move(c));
+        accept();
+      });
+    };
+    accept();
+    for (std::size_t i = 0; i < count; ++i) {
+      client.Connect(server.Address(),
+                     [this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                       if (!ec) clients.push_back(std::move(c));
+                     });
+    }
+    established = network.RunFor(
+        30 * kSecond, [&] { return clients.size() == count && servers.size() == count; });
+  }
+
+  std::function<void()> accept;
+  std::vector<std::shared_ptr<Connection>> clients, servers;
+  bool established = false;
 };
 
 // Waits for the end reason of a connection.
@@ -303,10 +341,7 @@ TEST_CASE("when the link fails one way both sides time out within the idle timeo
   SimulatedNetwork network(13);
   ConnectedPair pair(network);
   REQUIRE(pair.connected);
-  // Some traffic first, so both sides have RTT samples.
-  auto stream = std::make_shared<MessageStream>(pair.clientSide, pair.serverSide, 20);
-  stream->Start();
-  REQUIRE(network.RunFor(30 * kSecond, [&] { return stream->Done(); }));
+  REQUIRE(pair.Exchange(network, 20));  // some traffic first, so both sides have RTT samples
 
   CloseWatch clientWatch(*pair.clientSide);
   CloseWatch serverWatch(*pair.serverSide);
@@ -330,6 +365,74 @@ TEST_CASE("when the link fails one way both sides time out within the idle timeo
   CHECK(serverEnded - failedAt <= bound);
   CHECK(pair.client.Statistics().connectionsOpen == 0);
   CHECK(pair.server.Statistics().connectionsOpen == 0);
+}
+
+// Issue 18: an overloaded receiver that drops the answers to keepalives must not draw a doubling
+// train of probes (from ~26 ms on, each into the same overloaded socket). A flight of PINGs alone
+// is probed no sooner than a quarter of the keepalive interval (15 s here) after it was sent.
+TEST_CASE("keepalives lost for 20 s draw a few probes, not a doubling train, and nothing ends",
+          "[rudp][sim][liveness][keepalive]") {
+  const bool serverToClientFails = GENERATE(true, false);
+  CAPTURE(serverToClientFails);
+  SimulatedNetwork network(14);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  REQUIRE(pair.Exchange(network, 20));
+  network.RunFor(kSecond);  // the last ACKs arrive: nothing but keepalives will be in flight
+
+  CloseWatch clientWatch(*pair.clientSide);
+  CloseWatch serverWatch(*pair.serverSide);
+  const auto clientProbes = pair.clientSide->GetStatistics().probeTimeouts;
+  const auto serverProbes = pair.serverSide->GetStatistics().probeTimeouts;
+  const auto& from = serverToClientFails ? pair.server.Address() : pair.client.Address();
+  const auto& to = serverToClientFails ? pair.client.Address() : pair.server.Address();
+  network.Link(from, to).down = true;
+  network.RunFor(20 * kSecond);  // one keepalive round (15 s) lost, within the 30 s idle timeout
+  network.Link(from, to).down = false;
+  network.RunFor(20 * kSecond);
+
+  const auto clientDrawn = pair.clientSide->GetStatistics().probeTimeouts - clientProbes;
+  const auto serverDrawn = pair.serverSide->GetStatistics().probeTimeouts - serverProbes;
+  CAPTURE(clientDrawn, serverDrawn);
+  // At most two per side for the lost round (3.75 s, then 7.5 s later); a doubling train from a
+  // 26 ms PTO draws about 10 in 20 s.
+  CHECK(clientDrawn <= 2);
+  CHECK(serverDrawn <= 2);
+  CHECK_FALSE(clientWatch.ended);
+  CHECK_FALSE(serverWatch.ended);
+  CHECK(pair.Exchange(network, 5));
+}
+
+TEST_CASE("keepalive rounds of connections opened together drift apart",
+          "[rudp][sim][liveness][keepalive]") {
+  SimulatedNetwork network(15);
+  SimulatedHost& server = network.AddHost(9000, ServerOptions());
+  SimulatedHost& client = network.AddHost(9001);
+  constexpr int kConnections = 200;
+  const ManyConnections connections(network, server, client, kConnections);
+  REQUIRE(connections.established);
+  const Microseconds opened = network.Now();
+  // The client's datagrams (PINGs: nothing else is sent) per 100 ms, from the fourth round on.
+  std::map<Microseconds, int> perTenth;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,
+                    const std::vector<std::uint8_t>&) {
+    if (from == client.Address() && network.Now() >= opened + 45 * kSecond) {
+      ++perTenth[network.Now() / (kSecond / 10)];
+    }
+  };
+  network.RunFor(60 * kSecond);
+  network.tap = nullptr;
+  int busiest = 0, total = 0;
+  for (const auto& [tenth, count] : perTenth) {
+    busiest = std::max(busiest, count);
+    total += count;
+  }
+  CAPTURE(busiest, total, perTenth.size());
+  CHECK(total >= kConnections);  // every connection's keepalives went out
+  // Without jitter all 200 PINGs of a round go out within the same few milliseconds, every
+  // round; with it, a round spreads over up to 1.9 s and the spread grows each round.
+  CHECK(busiest <= kConnections / 5);
+  CHECK(client.Statistics().connectionsOpen == static_cast<std::size_t>(kConnections));
 }
 
 TEST_CASE("a graceful close delivers everything sent before it", "[rudp][sim][close]") {
@@ -483,23 +586,10 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
   clientOptions.timerQueue = kind;
   SimulatedHost& server = network.AddHost(9000, serverOptions);
   SimulatedHost& client = network.AddHost(9001, clientOptions);
-  std::vector<std::shared_ptr<Connection>> clients, servers;
-  std::function<void()> accept = [&] {
-    server.Accept([&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-      if (ec) return;
-      servers.push_back(std::move(c));
-      accept();
-    });
-  };
-  accept();
-  for (int i = 0; i < 1000; ++i) {
-    client.Connect(server.Address(),
-                   [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
-                     if (!ec) clients.push_back(std::move(c));
-                   });
-  }
-  REQUIRE(network.RunFor(30 * kSecond,
-                         [&] { return clients.size() == 1000 && servers.size() == 1000; }));
+  const ManyConnections connections(network, server, client, 1000);
+  REQUIRE(connections.established);
+  const auto& clients = connections.clients;
+  const auto& servers = connections.servers;
   network.RunFor(kSecond);  // let the handshakes settle
   const auto serverFiredBefore = serverMonitor.Fired();
   const auto clientFiredBefore = clientMonitor.Fired();

@@ -394,10 +394,11 @@ TEST_CASE("keepalives lost for 20 s draw a few probes, not a doubling train, and
   const auto clientDrawn = pair.clientSide->GetStatistics().probeTimeouts - clientProbes;
   const auto serverDrawn = pair.serverSide->GetStatistics().probeTimeouts - serverProbes;
   CAPTURE(clientDrawn, serverDrawn);
-  // At most two per side for the lost round (3.75 s, then 7.5 s later); a doubling train from a
-  // 26 ms PTO draws about 10 in 20 s.
-  CHECK(clientDrawn <= 2);
-  CHECK(serverDrawn <= 2);
+  // A few per side for the lost round (3.75 s after it, then 7.5 s later; where the round falls
+  // in the outage depends on the keepalive jitter, which the random connection IDs seed); a
+  // doubling train from a 26 ms PTO draws 7-9 here.
+  CHECK(clientDrawn <= 3);
+  CHECK(serverDrawn <= 3);
   CHECK_FALSE(clientWatch.ended);
   CHECK_FALSE(serverWatch.ended);
   CHECK(pair.Exchange(network, 5));

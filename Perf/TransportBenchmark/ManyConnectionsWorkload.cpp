@@ -28,15 +28,29 @@ namespace timerwheel::perf {
 using Udp = boost::asio::ip::udp;
 
 int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
-  boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
-  std::thread thread([&] { io.run(); });
+  // The clients stand for separate hosts: one socket per kConnectionsPerSocket connections
+  // (a single socket's receive buffer overflows under 100k keepalive answers, which no real
+  // deployment of 100k clients would see), on two io threads.
+  constexpr std::size_t kConnectionsPerSocket = 5000;
+  constexpr std::size_t kThreads = 2;
+  std::vector<boost::asio::io_context> ios(kThreads);
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  for (auto& io : ios) {
+    work.push_back(boost::asio::make_work_guard(io));
+    threads.emplace_back([&io] { io.run(); });
+  }
   int exitCode = 0;
   {
-    rudp::EndpointOptions options;
-    options.maxConnections = count + 10;
-    rudp::Endpoint endpoint(io, Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),
-                            options);
+    const std::size_t sockets = (count + kConnectionsPerSocket - 1) / kConnectionsPerSocket;
+    std::vector<std::unique_ptr<rudp::Endpoint>> endpoints;
+    for (std::size_t i = 0; i < std::max<std::size_t>(sockets, 1); ++i) {
+      rudp::EndpointOptions options;
+      options.maxConnections = kConnectionsPerSocket + 10;
+      endpoints.push_back(std::make_unique<rudp::Endpoint>(
+          ios[i % kThreads], Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),
+          options));
+    }
     std::mutex mutex;
     std::condition_variable changed;
     std::vector<std::shared_ptr<rudp::Connection>> connections;
@@ -44,7 +58,7 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
     const Udp::endpoint server(boost::asio::ip::make_address_v4("127.0.0.1"), port);
     // Connect in batches so the server's accept backlog is never the bottleneck.
     for (std::size_t i = 0; i < count; ++i) {
-      endpoint.AsyncConnect(server,
+      endpoints[i % endpoints.size()]->AsyncConnect(server,
                             [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
                               std::lock_guard<std::mutex> lock(mutex);
                               if (ec) {
@@ -86,10 +100,10 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
       std::this_thread::sleep_until(end);
     }
     connections.clear();
-    endpoint.Close();
+    for (auto& endpoint : endpoints) endpoint->Close();
   }
-  work.reset();
-  thread.join();
+  work.clear();
+  for (auto& thread : threads) thread.join();
   return exitCode;
 }
 
@@ -259,6 +273,8 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
       row.latencyMs = ComputePercentiles(latencies);
     }
     serverTotals().PrintSince(totalsBefore, row.queue, count);
+    std::fprintf(stderr, "many: %s %zu: %zu connections open at the end of the window\n",
+                 row.queue.c_str(), count, open);
     if (open != count) std::fprintf(stderr, "many: only %zu of %zu connected\n", open, count);
     kill(child, SIGTERM);
     int status = 0;

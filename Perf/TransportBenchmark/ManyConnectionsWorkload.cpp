@@ -58,16 +58,16 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
     const Udp::endpoint server(boost::asio::ip::make_address_v4("127.0.0.1"), port);
     // Connect in batches so the server's accept backlog is never the bottleneck.
     for (std::size_t i = 0; i < count; ++i) {
-      endpoints[i % endpoints.size()]->AsyncConnect(server,
-                            [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
-                              std::lock_guard<std::mutex> lock(mutex);
-                              if (ec) {
-                                ++failed;
-                              } else {
-                                connections.push_back(std::move(c));
-                              }
-                              changed.notify_all();
-                            });
+      endpoints[i % endpoints.size()]->AsyncConnect(
+          server, [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (ec) {
+              ++failed;
+            } else {
+              connections.push_back(std::move(c));
+            }
+            changed.notify_all();
+          });
       if (i % 500 == 499) {
         std::unique_lock<std::mutex> lock(mutex);
         changed.wait_for(lock, std::chrono::seconds(30),

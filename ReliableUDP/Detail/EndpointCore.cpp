@@ -191,7 +191,7 @@ bool EndpointCore::CookieHolds(const Address& from, const PacketHeader& header, 
 }
 
 bool EndpointCore::MayAccept(const Address& from, ConnectionId clientId, Microseconds now) {
-  if (m_acceptQueue.size() >= m_context.options.acceptBacklog) {
+  if (m_acceptQueue.size() - m_acceptQueueEnded >= m_context.options.acceptBacklog) {
     ++m_context.stats.droppedBacklogFull;  // the client retries; it may get in once there is room
     return false;
   }
@@ -311,10 +311,11 @@ void EndpointCore::AfterAccept(const std::shared_ptr<ConnectionCore>& connection
   const std::uint32_t slot = connection->Slot().index;
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
-    m_acceptWaiters.erase(m_acceptWaiters.begin());
+    m_acceptWaiters.pop_front();
     Post(waiter, EngineError::None, connection);
   } else {
     m_acceptQueue.push_back(connection);
+    m_slots[slot].inAcceptQueue = true;
   }
   HandleEvents(slot);
 }
@@ -433,9 +434,14 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
 
 void EndpointCore::Accept(ConnectCompletion completion) {
   if (m_shutDown) return Post(completion, EngineError::EndpointClosed, nullptr);
-  if (!m_acceptQueue.empty()) {
+  while (!m_acceptQueue.empty()) {
     auto connection = std::move(m_acceptQueue.front());
-    m_acceptQueue.erase(m_acceptQueue.begin());
+    m_acceptQueue.pop_front();
+    if (!IsCurrent(*connection)) {  // ended before anyone accepted it
+      --m_acceptQueueEnded;
+      continue;
+    }
+    m_slots[connection->Slot().index].inAcceptQueue = false;
     return Post(completion, EngineError::None, std::move(connection));
   }
   m_acceptWaiters.push_back(std::move(completion));
@@ -485,20 +491,34 @@ void EndpointCore::Retire(std::uint32_t slot) {
                               entry.handshakeExpiresAt);
     }
   }
-  if (connection->GetRole() == ConnectionCore::Role::Server) {
-    for (auto it = m_acceptQueue.begin(); it != m_acceptQueue.end(); ++it) {
-      if (*it == connection) {
-        m_acceptQueue.erase(it);  // ended before anyone accepted it
-        break;
-      }
-    }
+  if (entry.inAcceptQueue) {  // ended before anyone accepted it: dropped when passed or compacted
+    entry.inAcceptQueue = false;
+    ++m_acceptQueueEnded;
   }
   entry.connection.reset();  // the public Connection, if any, keeps the state for its caller
   ++entry.generation;        // timer expiries already detached for the old one are ignored
   m_freeSlots.push_back(slot);
   --m_context.stats.connectionsOpen;
   CompactHandshakeExpiries();
+  CompactAcceptQueue();
   ShrinkTables();
+}
+
+bool EndpointCore::IsCurrent(const ConnectionCore& connection) const noexcept {
+  // Its slot may be gone: ShrinkTables cuts free slots off the table's end.
+  const std::uint32_t index = connection.Slot().index;
+  return index < m_slots.size() && m_slots[index].connection.get() == &connection;
+}
+
+void EndpointCore::CompactAcceptQueue() {
+  const std::size_t live = m_acceptQueue.size() - m_acceptQueueEnded;
+  if (m_acceptQueueEnded <= live + 64) return;  // amortised O(1) per ended connection
+  std::deque<std::shared_ptr<ConnectionCore>> kept;
+  for (auto& connection : m_acceptQueue) {
+    if (IsCurrent(*connection)) kept.push_back(std::move(connection));
+  }
+  m_acceptQueue.swap(kept);
+  m_acceptQueueEnded = 0;
 }
 
 void EndpointCore::Shutdown() {
@@ -512,6 +532,7 @@ void EndpointCore::Shutdown() {
   for (auto& waiter : m_acceptWaiters) Post(waiter, reason, nullptr);
   m_acceptWaiters.clear();
   m_acceptQueue.clear();
+  m_acceptQueueEnded = 0;
   m_shutDown = true;
 }
 
@@ -599,6 +620,7 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
   sizes.handshakes = m_byHandshake.size();
   sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
   sizes.retiredHandshakes = m_retiredHandshakes.Size();
+  sizes.acceptQueue = m_acceptQueue.size();
   sizes.resetTokens = m_byResetToken.size();
   sizes.admissionAddresses = m_admission.TrackedAddresses();
   sizes.admissionPrefixes = m_admission.TrackedPrefixes();

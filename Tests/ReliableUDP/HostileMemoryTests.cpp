@@ -2,13 +2,16 @@
 // scattered tiny STREAM frames, budgets per connection and per endpoint, memory given back after
 // an attack. Each test asserts its bound with a counter. Deterministic: simulated network. The
 // scattered-frames attack runs encrypted too, sealed with the connection's own keys.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "ReliableUDP/Detail/ChunkPool.h"
 #include "ReliableUDP/Support/HostileHarness.h"
+#include "ReliableUDP/Support/MessageStream.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -32,6 +35,12 @@ std::vector<std::pair<std::uint64_t, std::size_t>> ScatteredOneByteFrames() {
 rudp::EndpointOptions LargeDatagramOptions() {
   rudp::EndpointOptions options;
   options.maxDatagramSize = 2048;
+  return options;
+}
+
+rudp::EndpointOptions Accepting() {
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
   return options;
 }
 
@@ -147,9 +156,7 @@ TEST_CASE("ChunkPool keeps free chunks up to its high-water mark and frees the r
 TEST_CASE("handshake churn keeps the handshake-expiry list bounded by the live handshakes",
           "[rudp][sim][hostile][memory][tables]") {
   SimulatedNetwork network(1405);
-  rudp::EndpointOptions options;
-  options.acceptIncoming = true;
-  SimulatedHost& server = network.AddHost(9000, options);
+  SimulatedHost& server = network.AddHost(9000, Accepting());
   SimulatedHost& client = network.AddHost(9001);
   // Handshake, then abort, 1500 times: at most one connection open at a time, 30 s of it, while
   // each expiry entry lives 21 s (two cookie windows and a second). Before, the list emptied
@@ -175,6 +182,54 @@ TEST_CASE("handshake churn keeps the handshake-expiry list bounded by the live h
   const auto tables = server.Core().Tables();
   CHECK(tables.handshakes == 0);
   CHECK(tables.slots <= 64);
+}
+
+// Issue 18: connections that end before the application accepts them stay in the accept queue
+// until an accept passes them or a compaction drops them, so that ending one costs O(1) (before:
+// a scan of the queue per retired connection and a vector erase per accept, quadratic at scale).
+TEST_CASE("connections that end before an accept are never handed out, and the queue is bounded",
+          "[rudp][sim][hostile][memory][tables]") {
+  SimulatedNetwork network(1407);
+  SimulatedHost& server = network.AddHost(9000, Accepting());
+  SimulatedHost& client = network.AddHost(9001);
+  std::vector<std::shared_ptr<rudp::Connection>> kept;
+  std::size_t largest = 0;
+  for (int i = 0; i < 300; ++i) {  // nobody accepts meanwhile
+    std::shared_ptr<rudp::Connection> connected;
+    client.Connect(server.Address(),
+                   [&](boost::system::error_code, std::shared_ptr<rudp::Connection> c) {
+                     connected = std::move(c);
+                   });
+    REQUIRE(network.RunFor(kSecond, [&] { return connected != nullptr; }));
+    if (i % 30 == 0) {
+      kept.push_back(connected);
+      continue;
+    }
+    const auto open = server.Statistics().connectionsOpen;
+    connected->Abort();
+    REQUIRE(network.RunFor(kSecond, [&] { return server.Statistics().connectionsOpen < open; }));
+    largest = std::max(largest, server.Core().Tables().acceptQueue);
+  }
+  REQUIRE(kept.size() == 10);
+  CHECK(server.Statistics().connectionsOpen == kept.size());
+  CHECK(largest <= 2 * kept.size() + 64 + 1);
+
+  // The accepts get the ten that are still open, in the order they were established.
+  std::vector<std::shared_ptr<rudp::Connection>> accepted;
+  for (std::size_t i = 0; i <= kept.size(); ++i) {
+    server.Accept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+      if (!ec) accepted.push_back(std::move(c));
+    });
+  }
+  network.RunFor(kSecond / 10);
+  REQUIRE(accepted.size() == kept.size());  // the eleventh accept waits
+  CHECK(server.Core().Tables().acceptQueue == 0);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    auto stream = std::make_shared<MessageStream>(kept[i], accepted[i], 3);
+    stream->Start();
+    CHECK(network.RunFor(10 * kSecond, [&] { return stream->Done(); }));
+    CHECK(stream->Received() == 3);
+  }
 }
 
 TEST_CASE("every per-endpoint table shrinks back after a burst of connections",

@@ -58,12 +58,13 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--results DIR] "
-                   "[--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]... [--hostile] "
-                   "[--attacker-nice] "
-                   "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick | --full] [--results DIR] "
+          "[--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]... [--hostile] "
+          "[--attacker-nice] "
+          "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
+          argv[0]);
       return false;
     }
   }

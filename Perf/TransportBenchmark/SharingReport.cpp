@@ -28,18 +28,17 @@ void RunSharingTable(const Settings& settings) {
   for (const std::size_t queue : {std::size_t{64} << 10, std::size_t{1} << 20}) {
     for (const auto& [first, second] : pairs) {
       for (int seed = 1; seed <= settings.seeds; ++seed) {
-        const SharingRow row =
-            RunSharing(first, second, queue, static_cast<std::uint64_t>(seed),
-                       settings.sharingSecondStartsAt, settings.sharingSeconds);
+        const SharingRow row = RunSharing(first, second, queue, static_cast<std::uint64_t>(seed),
+                                          settings.sharingSecondStartsAt, settings.sharingSeconds);
         const std::string names = row.flows[0].controller + " + " + row.flows[1].controller;
-        const double dropShare = row.datagramsToServer > 0
-                                     ? static_cast<double>(row.queueDrops) /
-                                           static_cast<double>(row.datagramsToServer)
-                                     : 0.0;
+        const double dropShare =
+            row.datagramsToServer > 0
+                ? static_cast<double>(row.queueDrops) / static_cast<double>(row.datagramsToServer)
+                : 0.0;
         std::printf("%-18s %-18s %4d %8.2f %8.2f %6.0f%% %7.3f %9.1f %9.1f %7.2f%%\n",
                     names.c_str(), row.path.c_str(), seed, row.flows[0].sharedMBps,
-                    row.flows[1].sharedMBps, 100 * row.shareOfCap, row.jain,
-                    row.firstWithinSeconds, row.convergedSeconds, 100 * dropShare);
+                    row.flows[1].sharedMBps, 100 * row.shareOfCap, row.jain, row.firstWithinSeconds,
+                    row.convergedSeconds, 100 * dropShare);
         for (const SharingFlow& flow : row.flows) {
           std::printf("    %-8s MB/s each second:", flow.controller.c_str());
           for (const double mbps : flow.goodputMBps) std::printf(" %.2f", mbps);
@@ -48,8 +47,8 @@ void RunSharingTable(const Settings& settings) {
                       flow.congestionState.c_str());
         }
         if (first != second) {
-          const double share = row.flows[first == Cc::Bbr ? 0 : 1].sharedMBps * 1e6 /
-                               kSharingCapBytesPerSecond;
+          const double share =
+              row.flows[first == Cc::Bbr ? 0 : 1].sharedMBps * 1e6 / kSharingCapBytesPerSecond;
           std::printf("    Bbr's share of the cap while both ran: %.0f%%\n", 100 * share);
         }
         std::fflush(stdout);

@@ -94,12 +94,11 @@ class SharingServer {
 
   void ReceiveNext(std::size_t flow) {
     Receiver& receiver = *m_receivers[flow];
-    receiver.connection->AsyncReceive(receiver.message,
-                                      [this, flow](boost::system::error_code ec) {
-                                        if (ec) return;
-                                        m_delivered[flow] += m_receivers[flow]->message.size();
-                                        ReceiveNext(flow);
-                                      });
+    receiver.connection->AsyncReceive(receiver.message, [this, flow](boost::system::error_code ec) {
+      if (ec) return;
+      m_delivered[flow] += m_receivers[flow]->message.size();
+      ReceiveNext(flow);
+    });
   }
 
   IoThread m_io;
@@ -127,16 +126,15 @@ class SharingClient {
 
   // Returns at once: the handshake and the sending run on the client's io thread.
   void Start(std::uint16_t port) {
-    m_endpoint->AsyncConnect(
-        Loopback(port),
-        [this](boost::system::error_code ec, std::shared_ptr<rudp::Connection> connection) {
-          if (ec) {
-            m_connected.set_value(nullptr);
-            return;
-          }
-          for (int i = 0; i < kOutstandingSends; ++i) SendNext(connection);
-          m_connected.set_value(std::move(connection));
-        });
+    m_endpoint->AsyncConnect(Loopback(port), [this](boost::system::error_code ec,
+                                                    std::shared_ptr<rudp::Connection> connection) {
+      if (ec) {
+        m_connected.set_value(nullptr);
+        return;
+      }
+      for (int i = 0; i < kOutstandingSends; ++i) SendNext(connection);
+      m_connected.set_value(std::move(connection));
+    });
   }
 
   // Stops queueing more and returns the connection's statistics (throws if it never connected).
@@ -183,9 +181,9 @@ SharingRow RunSharing(rudp::CongestionControl first, rudp::CongestionControl sec
   row.seed = seed;
   row.secondStartsAt = secondStartsAt;
   row.seconds = seconds;
-  row.path = "50 Mbit/s, " + (queueBytes % (1u << 20) == 0
-                                   ? std::to_string(queueBytes >> 20) + " MB"
-                                   : std::to_string(queueBytes >> 10) + " KB");
+  row.path =
+      "50 Mbit/s, " + (queueBytes % (1u << 20) == 0 ? std::to_string(queueBytes >> 20) + " MB"
+                                                    : std::to_string(queueBytes >> 10) + " KB");
   row.flows[0].controller = ControllerName(first);
   row.flows[1].controller = ControllerName(second);
 

@@ -34,10 +34,10 @@ struct SharingRow {
   // until they stay so to the end of the run (-1: not reached).
   double firstWithinSeconds = -1;
   double convergedSeconds = -1;
-  double jain = 0;            // over the two flows' mean goodputs while both ran
-  double shareOfCap = 0;      // both flows' goodput while both ran over the cap (6.25 MB/s)
-  std::uint64_t queueDrops = 0;          // at the relay's queue while both ran
-  std::uint64_t datagramsToServer = 0;   // arrived at the relay towards the server, same period
+  double jain = 0;               // over the two flows' mean goodputs while both ran
+  double shareOfCap = 0;         // both flows' goodput while both ran over the cap (6.25 MB/s)
+  std::uint64_t queueDrops = 0;  // at the relay's queue while both ran
+  std::uint64_t datagramsToServer = 0;  // arrived at the relay towards the server, same period
 };
 
 // `first` starts at once, `second` `secondStartsAt` seconds later; both stop at `seconds`. The

@@ -126,6 +126,7 @@ class SharingClient {
 
   // Returns at once: the handshake and the sending run on the client's io thread.
   void Start(std::uint16_t port) {
+    m_connection = m_connected.get_future();  // before the handler may set it
     m_endpoint->AsyncConnect(Loopback(port), [this](boost::system::error_code ec,
                                                     std::shared_ptr<rudp::Connection> connection) {
       if (ec) {
@@ -140,11 +141,10 @@ class SharingClient {
   // Stops queueing more and returns the connection's statistics (throws if it never connected).
   rudp::ConnectionStatistics Stop() {
     m_stopping = true;
-    std::future<std::shared_ptr<rudp::Connection>> future = m_connected.get_future();
-    if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    if (m_connection.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
       throw std::runtime_error("sharing: a flow did not connect within 10 s");
     }
-    const std::shared_ptr<rudp::Connection> connection = future.get();
+    const std::shared_ptr<rudp::Connection> connection = m_connection.get();
     if (!connection) throw std::runtime_error("sharing: a flow could not connect");
     return connection->GetStatistics();
   }
@@ -163,6 +163,7 @@ class SharingClient {
   const std::vector<std::uint8_t> m_message;
   std::atomic<bool> m_stopping{false};
   std::promise<std::shared_ptr<rudp::Connection>> m_connected;
+  std::future<std::shared_ptr<rudp::Connection>> m_connection;  // the benchmark thread's end
   IoThread m_io;  // after what its handlers touch, so it is joined before they go
   std::unique_ptr<rudp::Endpoint> m_endpoint;
 };

@@ -16,6 +16,7 @@ struct TransportCounters {
   std::uint64_t packetsSent = 0;  // datagrams (UDP transports); 0 for TCP
   std::uint64_t retransmissions = 0;  // datagrams that carried resent data, if the transport says
   std::int64_t spuriousRetransmissions = -1;  // -1: the transport cannot tell
+  std::uint64_t minRttMicroseconds = 0;       // 0: the transport does not say
   // The congestion controller's state, one line (empty: the transport does not report it).
   std::string congestionState;
 };
@@ -42,6 +43,10 @@ class ITransportUnderTest {
   // Blocks until every message sent so far was delivered to the server's handler, or `timeoutMs`.
   virtual bool Flush(int timeoutMs) = 0;
   virtual TransportCounters ClientCounters() = 0;
+  // The client connection's latest RTT sample, microseconds (0: none yet, or the transport does
+  // not say). Between Connect and Stop, from any thread, also while another thread is in Send:
+  // the bulk workload samples it from a thread of its own for the RTT percentiles under load.
+  virtual std::uint64_t LatestRttMicroseconds() { return 0; }
   // Closes both ends and joins the threads. Idempotent.
   virtual void Stop() = 0;
 };

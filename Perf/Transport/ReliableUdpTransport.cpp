@@ -135,6 +135,11 @@ class ReliableUdpTransport final : public DeliveryTrackingTransport {
     return FromStatistics(m_clientConnection->GetStatistics());
   }
 
+  std::uint64_t LatestRttMicroseconds() override {
+    // m_clientConnection is set by Connect and reset by Stop, both before and after any caller.
+    return m_clientConnection ? m_clientConnection->GetStatistics().latestRttMicroseconds : 0;
+  }
+
   void Stop() override {
     if (m_stopped) return;  // Stop and the destructor run on the benchmark's thread only
     m_stopped = true;
@@ -176,6 +181,7 @@ class ReliableUdpTransport final : public DeliveryTrackingTransport {
     counters.packetsSent = statistics.packetsSent;
     counters.retransmissions = statistics.packetsRetransmitted;
     counters.spuriousRetransmissions = static_cast<std::int64_t>(statistics.spuriousRetransmits);
+    counters.minRttMicroseconds = statistics.minRttMicroseconds;
     counters.congestionState = rudp::DescribeCongestion(statistics);
     return counters;
   }

@@ -2,11 +2,56 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "TransportBenchmark/Measure.h"
 
 namespace timerwheel::perf {
+namespace {
+
+// Samples the client's latest RTT every 2 ms on a thread of its own, from construction to Stop.
+class RttSampler {
+ public:
+  explicit RttSampler(ITransportUnderTest& transport)
+      : m_start(Clock::now()), m_thread([this, &transport] { Run(transport); }) {}
+  ~RttSampler() { Stop(); }
+  RttSampler(const RttSampler&) = delete;
+  RttSampler& operator=(const RttSampler&) = delete;
+
+  void Stop() {
+    m_stop = true;
+    if (m_thread.joinable()) m_thread.join();
+  }
+  // After Stop: milliseconds, all of them, and those taken after `skip` from the start.
+  std::vector<double> Samples(std::chrono::milliseconds skip) const {
+    std::vector<double> samples;
+    for (const auto& [at, us] : m_samples) {
+      if (at >= skip) samples.push_back(static_cast<double>(us) / 1000.0);
+    }
+    return samples;
+  }
+
+ private:
+  void Run(ITransportUnderTest& transport) {
+    constexpr auto kInterval = std::chrono::milliseconds(2);
+    m_samples.reserve(16384);
+    for (auto next = m_start + kInterval; !m_stop; next += kInterval) {
+      std::this_thread::sleep_until(next);
+      const std::uint64_t rtt = transport.LatestRttMicroseconds();
+      if (rtt == 0) continue;
+      m_samples.emplace_back(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start), rtt);
+    }
+  }
+
+  const Clock::time_point m_start;
+  std::atomic<bool> m_stop{false};
+  std::vector<std::pair<std::chrono::milliseconds, std::uint64_t>> m_samples;
+  std::thread m_thread;  // last: started once the rest is ready
+};
+
+}  // namespace
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
                 std::uint64_t seed, double seconds, bool encrypted) {
@@ -34,9 +79,17 @@ BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::stri
   const auto start = Clock::now();
   const auto stopSending = start + std::chrono::duration<double>(seconds);
   std::uint64_t sent = 0;
+  std::unique_ptr<RttSampler> rtt;
+  if (IsReliableUdp(kind)) rtt = std::make_unique<RttSampler>(*transport);
   while (Clock::now() < stopSending) {
     if (!transport->Send(message.data(), message.size())) break;
     sent += message.size();
+  }
+  if (rtt) {
+    rtt->Stop();  // while bulk runs: the flush's tail is not part of it
+    row.rttMs = ComputePercentiles(rtt->Samples(std::chrono::milliseconds(0)));
+    row.rttP99AfterFirstSecondMs =
+        ComputePercentiles(rtt->Samples(std::chrono::milliseconds(1000))).p99;
   }
   transport->Flush(120'000);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -47,6 +100,7 @@ BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::stri
     row.datagramsToServer = relay->ToServer().in;
   }
   row.congestionState = counters.congestionState;
+  row.minRttMs = static_cast<double>(counters.minRttMicroseconds) / 1000.0;
   transport->Stop();
   relay.reset();
   const double megabytes = static_cast<double>(delivered.load()) / 1e6;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "Relay/ImpairmentProfile.h"
+#include "TransportBenchmark/Measure.h"
 #include "TransportBenchmark/Paths.h"
 
 namespace timerwheel::perf {
@@ -21,6 +22,13 @@ struct BulkRow {
   std::uint64_t queueDrops = 0;         // at the relay's rate-limited queue
   std::uint64_t datagramsToServer = 0;  // arrived at the relay towards the server
   std::string congestionState;          // the client's controller at the end (ReliableUDP only)
+  // ReliableUDP only: the client connection's latest RTT, sampled every 2 ms while sending (a
+  // time-weighted sample of the per-ACK RTTs: under bulk, ACKs come at a steady rate); the
+  // percentiles over the whole run and over all but its first second (Startup's queue), and the
+  // connection's min RTT at the end. 0 when not measured.
+  Percentiles rttMs;
+  double rttP99AfterFirstSecondMs = 0;
+  double minRttMs = 0;
 };
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,

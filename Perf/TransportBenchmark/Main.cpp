@@ -3,7 +3,7 @@
 // the TimerWheel and with the TimerQueue as its timer queue.
 //
 // Usage: TransportBenchmark [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR]
-//                           [--only latency|bulk|many|hostile|loopback]... [--idle N]...
+//                           [--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]...
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
@@ -11,7 +11,9 @@
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
 //   --seeds  seeds per point (after --quick or --full, which set theirs)
 //   --loss   just these loss levels of the latency and bulk tables, in percent (repeatable)
-//   --only   run just these parts (default: all four)
+//   --only   run just these parts (default: all of them; --quick leaves sharing out)
+//   sharing  two flows through one capped relay link (Bbr + Bbr, NewReno + Bbr, Bbr + NewReno;
+//            64 KB and 1 MB queue): per-flow goodput, convergence, Jain's index (issue 17)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and
 //            each attack over loopback sockets beside a legitimate connection
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
 
   if (settings.Runs("latency")) RunLatencyTable(settings, losses);
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
+  if (settings.Runs("sharing") && settings.sharingSeconds > 0) RunSharingTable(settings);
   if (settings.Runs("many")) RunManyTable(settings);
   if (settings.Runs("hostile")) {
     RunHostileTable(settings);

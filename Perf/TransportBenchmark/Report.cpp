@@ -130,7 +130,7 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
               "wire/app", "CPU ms/MB", "retx", "qdrops");
   std::ofstream bulkCsv(settings.results + "/transport-bulk.csv");
   bulkCsv << "transport,path,loss,seed,goodput_MBps,wire_per_app_byte,cpu_ms_per_MB,"
-             "retransmissions,queue_drops\n";
+             "retransmissions,queue_drops,rtt_p50_ms,rtt_p99_ms,rtt_p99_after_1s_ms,min_rtt_ms\n";
   auto printBulk = [&](const BulkRow& row, std::uint64_t seed) {
     std::printf("%-32s %-22s %6s %10.2f %10.3f %10.1f %8llu %8llu\n", row.transport.c_str(),
                 row.path.c_str(), Percent(row.loss).c_str(), row.goodputMBps, row.wirePerAppByte,
@@ -140,7 +140,8 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
     if (!row.congestionState.empty()) std::printf("    %s\n", row.congestionState.c_str());
     bulkCsv << row.transport << ',' << row.path << ',' << row.loss << ',' << seed << ','
             << row.goodputMBps << ',' << row.wirePerAppByte << ',' << row.cpuMsPerMB << ','
-            << row.retransmissions << ',' << row.queueDrops << '\n';
+            << row.retransmissions << ',' << row.queueDrops << ',' << row.rttMs.p50 << ','
+            << row.rttMs.p99 << ',' << row.rttP99AfterFirstSecondMs << ',' << row.minRttMs << '\n';
   };
   // ReliableUDP's controllers asked for (--cc), then ENet.
   std::vector<Kind> kinds;
@@ -198,6 +199,17 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
                     row.datagramsToServer > 0 ? 100.0 * static_cast<double>(row.queueDrops) /
                                                     static_cast<double>(row.datagramsToServer)
                                               : 0.0);
+        if (row.rttMs.count > 0 && row.minRttMs > 0) {
+          // The targets: queueing delay at p99 <= 1x the base RTT (64 KB), p99 RTT <= 1.5x the
+          // base RTT (1 MB); the base is the connection's min RTT.
+          std::printf(
+              "    RTT while sending (%zu samples, every 2 ms): p50 %.1f ms, p99 %.1f ms = "
+              "%.2fx min RTT %.1f ms (queueing p99 %.1f ms); after the first second p99 %.1f ms "
+              "= %.2fx\n",
+              row.rttMs.count, row.rttMs.p50, row.rttMs.p99, row.rttMs.p99 / row.minRttMs,
+              row.minRttMs, row.rttMs.p99 - row.minRttMs, row.rttP99AfterFirstSecondMs,
+              row.rttP99AfterFirstSecondMs / row.minRttMs);
+        }
       }
     }
   }

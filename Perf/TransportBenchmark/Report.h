@@ -12,5 +12,6 @@ void RunLatencyTable(const Settings& settings, const std::vector<double>& losses
 void RunBulkTable(const Settings& settings, const std::vector<double>& losses);
 void RunManyTable(const Settings& settings);
 void RunLoopbackTable(const Settings& settings);  // LoopbackReport.cpp
+void RunSharingTable(const Settings& settings);   // SharingReport.cpp
 
 }  // namespace timerwheel::perf

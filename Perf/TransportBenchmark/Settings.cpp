@@ -17,6 +17,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.idleCounts = {200};
       settings.activeCount = 200;
       settings.loopbackMegabytes = 20;
+      settings.sharingSeconds = 0;
     } else if (arg == "--full") {
       settings.seeds = 3;
       settings.latencySeconds = 30;
@@ -24,6 +25,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.manyWindow = 60;
       settings.idleCounts = {1000, 10000, 100000};
       settings.loopbackMegabytes = 1000;
+      settings.sharingSeconds = 15;
     } else if (arg == "--idle" && i + 1 < argc) {
       // Only these idle counts (repeatable), and no active run: one point of the grid.
       if (settings.activeCount != 0) settings.idleCounts.clear();
@@ -76,8 +78,8 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
-                   "[--only latency|bulk|many|hostile|loopback]... [--idle N]... [--hostile] "
-                   "[--attacker-nice] "
+                   "[--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]... "
+                   "[--hostile] [--attacker-nice] "
                    "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
                    argv[0]);
       return false;

@@ -23,6 +23,10 @@ struct Settings {
   std::vector<std::string> controllers;
   std::uint64_t loopbackMegabytes = 200;  // per configuration of the loopback table
   std::vector<std::string> only;          // empty: every part
+  // The sharing part: the second flow starts this long after the first, both stop at
+  // sharingSeconds (0, as --quick sets it: the part is skipped).
+  double sharingSecondStartsAt = 3;
+  double sharingSeconds = 10;
   bool niceAttacker = false;  // --attacker-nice: the hostile part's attacker thread at nice 19
   // --encrypt off|on|both: ReliableUDP's latency and bulk rows in plaintext, encrypted (issue
   // 20: a server key pair, the client pinning it), or each row both ways, side by side.

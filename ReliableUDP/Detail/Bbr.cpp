@@ -28,6 +28,9 @@ constexpr double kHeadroom = 0.85;
 constexpr Microseconds kQueueRttDivisor = 8;
 constexpr Microseconds kQueueRttFloor = 2'000;
 constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
+// A standing queue (a whole round whose every RTT sample is that far above the minimum) in Cruise,
+// or in Down after this many rounds, paces at what the round delivered (OnStandingQueue).
+constexpr std::uint64_t kDownRoundsBeforeCut = 3;
 // Startup ends when the bandwidth grew less than 25 % in 3 round trips (draft 4.3.1.2).
 constexpr double kFullBandwidthGrowth = 1.25;
 constexpr unsigned kFullBandwidthRounds = 3;
@@ -123,6 +126,7 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
         ack.latestRtt >= m_minRtt + ack.ackDelay ? ack.latestRtt - ack.ackDelay : m_minRtt;
     m_roundRttSum += queued;
     ++m_roundRttSamples;
+    m_roundMinRtt = std::min(m_roundMinRtt, queued);
   }
   UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
   // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
@@ -138,6 +142,7 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
       m_roundCongested = true;
       OnCongestion(now);
     }
+    if (RoundKeptQueue()) OnStandingQueue(now);
     OnRoundEnd(now);
   }
 
@@ -219,7 +224,11 @@ bool Bbr::RoundIsCongested() const noexcept {
   // The round's mean RTT, not its highest: a full queue delays every packet, while a scheduling
   // hiccup at either end (a busy host) delays a few, and must not turn random loss into
   // congestion.
-  if (m_roundRttSamples == 0) return false;
+  return RoundRttRose();
+}
+
+bool Bbr::RoundRttRose() const noexcept {
+  if (m_roundRttSamples == 0 || m_minRtt == 0) return false;
   const Microseconds mean = m_roundRttSum / m_roundRttSamples;
   const Microseconds rise = std::max(m_minRtt / kQueueRttDivisor, kQueueRttFloor);
   return mean >= m_minRtt + rise;
@@ -257,13 +266,53 @@ void Bbr::OnCongestion(Microseconds now) noexcept {
   }
 }
 
-void Bbr::OnRoundEnd(Microseconds /*now*/) noexcept {
+bool Bbr::RoundKeptQueue() const noexcept {
+  // Only a round spent wholly in Cruise says what the bottleneck gives at the estimate. In Down,
+  // only once, and only after kDownRoundsBeforeCut rounds: by then the queue of the probe before
+  // it is gone (Down drains a tenth of the BDP a round), so a queue still there is someone
+  // else's or a sign the estimate is high; cutting sooner would take back what the probe found.
+  if (m_phase == CongestionPhase::ProbeBwCruise) {
+    if (m_roundCount <= m_phaseStartRound) return false;
+  } else if (m_phase == CongestionPhase::ProbeBwDown) {
+    if (m_cutInDown || m_roundCount <= m_phaseStartRound + kDownRoundsBeforeCut) return false;
+  } else {
+    return false;
+  }
+  if (m_roundRttSamples == 0 || m_minRtt == 0 || m_lastSampleAppLimited) return false;
+  const Microseconds rise = std::max(m_minRtt / kQueueRttDivisor, kQueueRttFloor);
+  return m_roundMinRtt >= m_minRtt + rise;
+}
+
+void Bbr::OnStandingQueue(Microseconds now) noexcept {
+  ++m_stats.standingQueueRounds;
+  // A whole round at gain 1 (or Down's 0.9) and the queue never emptied: the bottleneck gives
+  // this flow less than the model says (the max filter holds a sample biased high, or other
+  // flows' share grew). A saturated bottleneck's output is what the round delivered; pace at
+  // that (bw_lo; at most the 30 % cut a lossy round makes, so that one stalled round does not
+  // halt the flow), and drain (Down) what was queued. Once per Down phase: a queue that another
+  // flow keeps (a loss-based one fills any buffer) must not ratchet the rate down round after
+  // round. Refill lifts the bound again, and Up finds any bandwidth there is. This is what keeps
+  // a flow whose max filter holds a high sample from keeping a BDP queued at its window (the
+  // deep-queue RTT), and what makes a larger flow yield to a smaller one's probe (sharing).
+  if (now > m_roundStart) {
+    const double delivered =
+        static_cast<double>(m_roundDelivered) * 1e6 / static_cast<double>(now - m_roundStart);
+    const double bandwidth = Bandwidth();
+    m_bwLo = std::min(bandwidth, std::max(delivered, kBeta * bandwidth));
+  }
+  if (m_phase != CongestionPhase::ProbeBwDown) EnterPhase(CongestionPhase::ProbeBwDown, now);
+  m_cutInDown = true;
+}
+
+void Bbr::OnRoundEnd(Microseconds now) noexcept {
   if (m_phase == CongestionPhase::ProbeBwUp && m_inflightHi != UINT64_MAX && !m_roundCongested) {
     // Draft 4.7.3.2: what a probe round put in flight without congestion is safe.
     m_inflightHi = std::max(m_inflightHi, m_roundMaxInflight);
+    m_upHeldByInflightHi = false;
     if (m_roundMaxInflight + m_maxDatagramSize >= m_cwnd) {
       // Draft 4.3.3.4: a window-limited Up round raises inflight_hi, by twice as much each
       // round, so that a large increase in capacity is found in a few round trips.
+      m_upHeldByInflightHi = m_cwnd >= m_inflightHi && m_roundLost == 0;
       m_inflightHi += m_inflightHiGrowth * m_maxDatagramSize;
       m_inflightHiGrowth = std::min(2 * m_inflightHiGrowth, kMaxInflightHiGrowthPackets);
     }
@@ -276,6 +325,8 @@ void Bbr::OnRoundEnd(Microseconds /*now*/) noexcept {
   m_roundLossEvents = 0;
   m_roundRttSum = 0;
   m_roundRttSamples = 0;
+  m_roundMinRtt = UINT64_MAX;
+  m_roundStart = now;
   m_roundMaxInflight = m_bytesInFlight;
   m_roundCongested = false;
   m_resetLatest = true;
@@ -300,7 +351,11 @@ void Bbr::EnterPhase(CongestionPhase phase, Microseconds now) noexcept {
   m_phaseStart = now;
   m_phaseStartRound = m_roundCount;
   if (phase == CongestionPhase::ProbeBwRefill) ResetLowerBounds();
-  if (phase == CongestionPhase::ProbeBwUp) m_inflightHiGrowth = 1;
+  if (phase == CongestionPhase::ProbeBwDown) m_cutInDown = false;
+  if (phase == CongestionPhase::ProbeBwUp) {
+    m_inflightHiGrowth = 1;
+    m_upHeldByInflightHi = false;
+  }
 }
 
 void Bbr::ResetLowerBounds() noexcept {
@@ -346,7 +401,15 @@ void Bbr::AdvanceProbeBw(Microseconds now) noexcept {
     case CongestionPhase::ProbeBwUp:
       if (m_roundCount <= m_phaseStartRound) return;
       // The probe put a quarter BDP more in flight (and the rate did not follow: a queue), or
-      // the application stopped using the window: probing is over.
+      // the application stopped using the window: probing is over. Unless inflight_hi held the
+      // last round's window and the round met no sign of the bottleneck (no loss, no rise of
+      // the RTT): then what is in flight says nothing about the rate yet (another flow's queue
+      // may make it look large), and the probe goes on, raising inflight_hi 1, 2, 4... packets
+      // a round, until a round meets loss or a queue, or the bound no longer holds the window.
+      // This is how a flow that started (or met loss) beside a larger one grows its bound back
+      // to its share within a few round trips. (On a randomly lossy path every round has loss:
+      // there Up ends as before.)
+      if (m_upHeldByInflightHi && !m_sampler.AppLimited()) return;
       if (m_bytesInFlight >= Bdp(MaxBandwidth(), kUpPacingGain) || m_sampler.AppLimited()) {
         StartProbeBwDown(now);
       }

@@ -24,7 +24,11 @@ namespace timerwheel::rudp::detail {
 // Wi-Fi) does not. Such a round sets inflight_hi (the in-flight level that overflowed) in Startup
 // and ProbeBW Up, and lowers the short-term bounds bw_lo / inflight_lo (to the latest round's
 // delivery, or 0.7 of themselves) elsewhere; Refill lifts the short-term bounds, Up raises
-// inflight_hi (1, 2, 4... packets per round trip). See docs/reliable-udp.md.
+// inflight_hi (1, 2, 4... packets per round trip; while inflight_hi holds the window and the
+// rounds lose nothing, Up goes on past 1.25 BDP). A round in Cruise (or, once, in Down after 3
+// rounds) whose every RTT sample stayed above the minimum by that margin sets bw_lo to what the
+// round delivered and drains in Down: a standing queue means the estimate is above this flow's
+// share. See docs/reliable-udp.md.
 //
 // Not thread-safe; O(1) per call, no allocation.
 class Bbr final : public ICongestionController {
@@ -60,6 +64,9 @@ class Bbr final : public ICongestionController {
   void UpdateBandwidth(const RateSample& sample) noexcept;
   void OnRoundEnd(Microseconds now) noexcept;  // before the phase checks of the ACK ending it
   bool RoundIsCongested() const noexcept;
+  bool RoundRttRose() const noexcept;    // the round's mean RTT rose by the queue signal's margin
+  bool RoundKeptQueue() const noexcept;  // its every RTT sample above the minimum: a queue stood
+  void OnStandingQueue(Microseconds now) noexcept;
   void OnCongestion(Microseconds now) noexcept;
   void CheckStartupDone() noexcept;
   void AdvanceProbeBw(Microseconds now) noexcept;
@@ -91,6 +98,8 @@ class Bbr final : public ICongestionController {
   unsigned m_roundLossEvents = 0;      // batches of losses declared in the current round
   Microseconds m_roundRttSum = 0;      // RTT samples (less the peer's ACK delay) in the round
   unsigned m_roundRttSamples = 0;
+  Microseconds m_roundMinRtt = UINT64_MAX;  // the smallest of those samples
+  Microseconds m_roundStart = 0;
   std::uint64_t m_roundMaxInflight = 0;
   bool m_roundCongested = false;  // this round's congestion was already acted on
 
@@ -102,6 +111,8 @@ class Bbr final : public ICongestionController {
   std::uint64_t m_inflightLo = UINT64_MAX;  // UINT64_MAX: unset
   std::uint64_t m_inflightHi = UINT64_MAX;
   std::uint64_t m_inflightHiGrowth = 0;  // packets Up adds to inflight_hi next round
+  bool m_upHeldByInflightHi = false;     // inflight_hi was the window of the last Up round
+  bool m_cutInDown = false;              // this Down phase already paced down to a round's delivery
   Microseconds m_minRtt = 0;
   Microseconds m_minRttStamp = 0;
   Microseconds m_probeRttMin = 0;

@@ -17,6 +17,7 @@ struct CongestionStatistics {
   std::uint64_t bandwidthEstimate = 0;  // bytes per second
   Microseconds minRttEstimate = 0;
   std::uint64_t congestiveLossRounds = 0;  // round trips whose loss counted as congestion
+  std::uint64_t standingQueueRounds = 0;   // ProbeBW round trips that never emptied the queue
   Microseconds phaseMicroseconds[kCongestionPhaseCount] = {};
 };
 

@@ -1103,6 +1103,7 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.bandwidthEstimate = model.bandwidthEstimate;
   stats.modelMinRttMicroseconds = model.minRttEstimate;
   stats.congestiveLossRounds = model.congestiveLossRounds;
+  stats.standingQueueRounds = model.standingQueueRounds;
   for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
     stats.phaseMicroseconds[phase] = model.phaseMicroseconds[phase];
   }

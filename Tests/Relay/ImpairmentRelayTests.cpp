@@ -316,3 +316,28 @@ TEST_CASE("ImpairmentRelay Close drops what waits and is idempotent", "[.][realt
   threads.Stop();  // returns only because Close left no timer or receive pending
   CHECK(echo.Count() == 0);
 }
+
+TEST_CASE("ImpairmentRelay counts receive errors from an upstream that is gone and keeps going",
+          "[.][realtime][relay]") {
+  IoThreads threads(2);
+  Udp::endpoint gone;
+  {
+    Udp::socket socket(threads.Io(), kAnyLoopback);
+    gone = socket.local_endpoint();
+  }  // closed: datagrams to it draw ICMP port unreachable, a receive error on the relay's socket
+  ImpairmentRelay relay(threads.Io(), kAnyLoopback, gone, {}, {}, 7);
+  PingClient client(threads.Io());
+  // Each datagram forwarded to nothing comes back as an error on that client's upstream
+  // socket. The first errors are re-armed at once: from inside the receive handler, which
+  // holds the relay's lock (this waited forever when the re-arm took the lock there).
+  for (std::uint64_t sent = 1; sent <= 3; ++sent) {
+    client.Send(RelayAddress(relay), "anyone?");
+    REQUIRE(relay.WaitForCounters(
+        [sent](const LinkCounters& up, const LinkCounters& down) {
+          return up.out == sent && down.receiveErrors >= sent;
+        },
+        kGenerous));
+  }
+  relay.Close();
+  threads.Stop();
+}

@@ -1,10 +1,12 @@
 // The model-based congestion controller (Bbr) and its delivery-rate sampler, driven by a
 // deterministic model of the path in the simulated network: a bottleneck whose rate steps down and
 // up, an RTT that changes, random loss and a policer. Each test states its tolerances.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ReliableUDP/Detail/DeliveryRateSampler.h"
@@ -372,4 +374,51 @@ TEST_CASE("messages arrive exactly once in order and intact with Bbr over a loss
     CHECK(static_cast<double>(stats.spuriousRetransmits) >=
           0.95 * static_cast<double>(stats.packetsLost));
   }
+}
+
+TEST_CASE("two Bbr flows through one shallow bottleneck converge to equal shares",
+          "[rudp][bbr][sim]") {
+  // 50 Mbit/s, 10 ms each way (BDP 125 KB) and a 64 KB drop-tail queue that both flows' data
+  // goes through; the second flow starts 3 s after the first, which by then fills the link.
+  constexpr double kRate = 6.25 * kMegabyte;
+  SimulatedNetwork network(131);
+  BulkFlow first(network, 9000, 9001, rudp::CongestionControl::Bbr);
+  BulkFlow second(network, 9002, 9003, rudp::CongestionControl::Bbr);
+  REQUIRE(first.connected);
+  REQUIRE(second.connected);
+  LinkProfile link = Bottleneck(kRate, 64 * 1024);
+  link.sharedBottleneck = 1;
+  network.SetLink(first.ClientAddress(), first.ServerAddress(), link);
+  network.SetLink(second.ClientAddress(), second.ServerAddress(), link);
+  first.Start();
+  network.RunFor(3 * kSecond);
+  second.Start();
+  // Bytes each flow received by every 100 ms after the second one started, for 10 s.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> received{{0, 0}};
+  const std::uint64_t firstBefore = first.BytesReceived();
+  for (int i = 0; i < 100; ++i) {
+    network.RunFor(kSecond / 10);
+    received.emplace_back(first.BytesReceived() - firstBefore, second.BytesReceived());
+  }
+  // Converged: the first 1 s window (sliding by 100 ms) in which the smaller flow has at least
+  // 0.8 of the larger's goodput (within 20 %); it must come within 5 s of the second's start.
+  double convergedAt = -1;
+  for (std::size_t end = 10; end < received.size() && convergedAt < 0; ++end) {
+    const auto a = static_cast<double>(received[end].first - received[end - 10].first);
+    const auto b = static_cast<double>(received[end].second - received[end - 10].second);
+    if (std::min(a, b) >= 0.8 * std::max(a, b)) convergedAt = static_cast<double>(end) / 10;
+  }
+  // Jain's index over the 10 s, (a + b)^2 / 2 (a^2 + b^2): 1 for equal shares, 0.5 for one flow
+  // taking everything. Tolerance: at least 0.95; and the two together still use 90 % of the link
+  // less the headers.
+  const auto a = static_cast<double>(received.back().first);
+  const auto b = static_cast<double>(received.back().second);
+  const double jain = (a + b) * (a + b) / (2 * (a * a + b * b));
+  CAPTURE(a, b, convergedAt, jain);
+  CAPTURE(rudp::DescribeCongestion(first.SenderStatistics()));
+  CAPTURE(rudp::DescribeCongestion(second.SenderStatistics()));
+  CHECK(convergedAt >= 0);
+  CHECK(convergedAt <= 5);
+  CHECK(jain >= 0.95);
+  CHECK((a + b) / 10 >= 0.90 * kPayloadShare * kRate);
 }

@@ -39,6 +39,9 @@ struct LinkProfile {
   // a drop-tail queue holding `queueBytes` (0: unbounded), after the random loss above.
   double rate = 0;
   std::size_t queueBytes = 0;
+  // Links with the same nonzero number share one bottleneck queue (and one policer's bucket),
+  // as several flows through one router do; 0: the link has its own.
+  unsigned sharedBottleneck = 0;
   // A policer (0: none): a token bucket of `policerBurst` bytes filling at `policerRate` bytes per
   // second; a datagram finding too few tokens is dropped.
   double policerRate = 0;
@@ -170,7 +173,8 @@ class SimulatedNetwork {
       ++m_dropped;
       return;
     }
-    LinkState& state = m_linkStates[{from, to}];
+    LinkState& state = link.sharedBottleneck != 0 ? m_sharedStates[link.sharedBottleneck]
+                                                  : m_linkStates[{from, to}];
     if (link.policerRate > 0 && !Police(link, state, size)) {
       ++m_dropped;
       ++m_policed;
@@ -290,6 +294,7 @@ class SimulatedNetwork {
   LinkProfile m_defaultLink;
   std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkProfile> m_links;
   std::map<std::pair<Udp::endpoint, Udp::endpoint>, LinkState> m_linkStates;
+  std::map<unsigned, LinkState> m_sharedStates;  // by LinkProfile::sharedBottleneck
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> m_inFlight;
   std::uint64_t m_sequence = 0;
   std::vector<std::pair<rudp::detail::Completion, rudp::detail::EngineError>> m_posted;

@@ -568,6 +568,11 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
   // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
   if (armed == 0 || now / 1000 + 1 < armed) return;
   armed = 0;
+  if (kind == TimerKind::Keepalive && now < m_keepaliveDeadline) {
+    // Armed early on purpose (RestartKeepaliveTimer): not a firing, only the rest of the wait.
+    ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
+    return;
+  }
   ++m_stats.timerFired[Index(kind)];
   switch (kind) {
     case TimerKind::LossDetection:
@@ -686,7 +691,16 @@ void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
   // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
   // connection alive, so the side with thousands of connections sends and fires almost none.
   if (m_role == Role::Server) interval += interval / 2;
-  ArmTimer(TimerKind::Keepalive, now + interval, now);
+  m_keepaliveDeadline = now + interval;
+  const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
+  if (armedKey != 0 && m_keepaliveBusy) {
+    const Microseconds armedExpiry = (armedKey - 1) * 1000;
+    if (armedExpiry <= m_keepaliveDeadline && m_keepaliveDeadline - armedExpiry <= interval / 8) {
+      return;  // if the connection goes quiet, it fires a little early and re-arms (OnTimer)
+    }
+  }
+  m_keepaliveBusy = armedKey != 0;
+  ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
 }
 
 void ConnectionCore::UpdateLossTimer(Microseconds now) {

@@ -569,7 +569,7 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
   if (armed == 0 || now / 1000 + 1 < armed) return;
   armed = 0;
   if (kind == TimerKind::Keepalive && now < m_keepaliveDeadline) {
-    // Armed early on purpose (RestartKeepaliveTimer): not a firing, only the rest of the wait.
+    // Left armed early on purpose (KeepaliveMayStay): not a firing, only the rest of the wait.
     ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
     return;
   }
@@ -632,6 +632,7 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   const Microseconds deadlineMs = (deadline + 999) / 1000;
   const Microseconds nowMs = now / 1000;
   Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
+  if (kind == TimerKind::Keepalive && KeepaliveMayStay(deadline, now)) return;
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[Index(kind)];
@@ -642,6 +643,16 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
                             PackTimerTarget(TimerTarget{m_slot, kind}));
   armed = key;
   ++m_stats.timerArmed[Index(kind)];
+}
+
+bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
+  m_keepaliveDeadline = deadline;
+  const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
+  const bool busy = m_keepaliveBusy;
+  m_keepaliveBusy = armedKey != 0;
+  if (armedKey == 0 || !busy || deadline <= now) return false;
+  const Microseconds armedExpiry = (armedKey - 1) * 1000;
+  return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
 }
 
 void ConnectionCore::CancelTimer(TimerKind kind) {
@@ -691,16 +702,7 @@ void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
   // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
   // connection alive, so the side with thousands of connections sends and fires almost none.
   if (m_role == Role::Server) interval += interval / 2;
-  m_keepaliveDeadline = now + interval;
-  const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
-  if (armedKey != 0 && m_keepaliveBusy) {
-    const Microseconds armedExpiry = (armedKey - 1) * 1000;
-    if (armedExpiry <= m_keepaliveDeadline && m_keepaliveDeadline - armedExpiry <= interval / 8) {
-      return;  // if the connection goes quiet, it fires a little early and re-arms (OnTimer)
-    }
-  }
-  m_keepaliveBusy = armedKey != 0;
-  ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
+  ArmTimer(TimerKind::Keepalive, now + interval, now);
 }
 
 void ConnectionCore::UpdateLossTimer(Microseconds now) {

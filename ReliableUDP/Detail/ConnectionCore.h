@@ -233,6 +233,14 @@ class ConnectionCore final : private IPacketFate {
   void Complete(Completion& handler, EngineError error);
 
   void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
+  // ArmTimer's keepalive case: true if the armed timer may stay. The keepalive deadline moves
+  // with every packet sent or received, tens of seconds away: re-arming per packet would cost a
+  // busy connection a timer-queue operation per packet. On a busy connection (the timer was
+  // re-armed while armed, and is again) it stays while its expiry is at most an eighth of the
+  // wait early; if the connection goes quiet it expires early and OnTimer re-arms it for the
+  // rest, so the PING still goes at the deadline. A quiet connection (one re-arm per round, or a
+  // PING and its answer) always re-arms, so it never sees such an expiry.
+  bool KeepaliveMayStay(Microseconds deadline, Microseconds now);
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
@@ -241,13 +249,6 @@ class ConnectionCore final : private IPacketFate {
   // After the keys sealed or opened a packet: if that changed the key phase, the previous
   // phase's key is to go 3 PTOs from now.
   void AfterKeyUse(Microseconds now);
-  // Moves the keepalive deadline to a keepalive interval from now. On a busy connection (the
-  // timer was re-armed while armed, and is again) the timer is re-armed only when its armed
-  // expiry is more than an eighth of the interval early (or late): a connection that sends or
-  // receives a packet every few milliseconds would otherwise pay a timer-queue operation per
-  // packet for a deadline tens of seconds away. An expiry before the deadline re-arms it for the
-  // rest (OnTimer), so the PING still goes at the deadline; a quiet connection (one restart per
-  // interval, or a PING and its answer) always re-arms, so it never sees such an expiry.
   void RestartKeepaliveTimer(Microseconds now);
   void ReleaseIdleMemory();
   void UpdateLossTimer(Microseconds now);
@@ -330,11 +331,11 @@ class ConnectionCore final : private IPacketFate {
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
+  Microseconds m_keepaliveDeadline = 0;  // the latest asked for (KeepaliveMayStay)
+  bool m_keepaliveBusy = false;          // the last keepalive arming found the timer armed
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;
-  Microseconds m_keepaliveDeadline = 0;  // see RestartKeepaliveTimer
-  bool m_keepaliveBusy = false;          // the last arming replaced an armed keepalive timer
   // When the previous key phase's receive key goes (0: none held, or plaintext). It shares the
   // ConnectionDeadline timer: a key update costs no timer of its own.
   Microseconds m_previousKeyDeadline = 0;

@@ -254,10 +254,9 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     // endpoint is being destroyed (a failed construction): then from the heap, holding nothing.
     if (std::shared_ptr<Impl> self = weak_from_this().lock()) {
       boost::asio::post(m_ioContext,
-                        WithMemory(m_handlerMemory, [self = std::move(self), error,
-                                                     handler = std::move(handler)]() mutable {
-                          handler(error);
-                        }));
+                        WithMemory(m_handlerMemory,
+                                   [self = std::move(self), error,
+                                    handler = std::move(handler)]() mutable { handler(error); }));
       return;
     }
     boost::asio::post(m_ioContext,
@@ -342,13 +341,13 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     if (!result.wouldBlock) return;
     ++stats.sendWouldBlock;
     m_waitingWritable = true;
-    m_socket.async_wait(Udp::socket::wait_write,
-                        WithMemory(m_handlerMemory,
-                                   [self = shared_from_this()](const boost::system::error_code&) {
-                                     std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-                                     self->m_waitingWritable = false;
-                                     if (!self->m_closed) self->FlushLocked();
-                                   }));
+    m_socket.async_wait(
+        Udp::socket::wait_write,
+        WithMemory(m_handlerMemory, [self = shared_from_this()](const boost::system::error_code&) {
+          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+          self->m_waitingWritable = false;
+          if (!self->m_closed) self->FlushLocked();
+        }));
   }
 
   void OnReceive(const boost::system::error_code& error, std::size_t size) {
@@ -401,14 +400,14 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     QueuedDatagram& next = m_queued[m_queuedHead];
     m_socket.async_send_to(
         boost::asio::buffer(next.bytes), next.to,
-        WithMemory(m_handlerMemory,
-                   [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
-                     std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-                     if (self->m_closed) return;
-                     if (error) ++self->m_engine->Core().Context().stats.sendErrors;
-                     ++self->m_queuedHead;
-                     self->SendQueuedLocked();
-                   }));
+        WithMemory(m_handlerMemory, [self = shared_from_this()](
+                                        const boost::system::error_code& error, std::size_t) {
+          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+          if (self->m_closed) return;
+          if (error) ++self->m_engine->Core().Context().stats.sendErrors;
+          ++self->m_queuedHead;
+          self->SendQueuedLocked();
+        }));
   }
 
   // First, so last to go: the operations of every handler below live here.

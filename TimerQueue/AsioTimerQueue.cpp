@@ -75,9 +75,8 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
     // allocates nothing (an aim that supersedes another needs a second block until the
     // cancelled wait's completion has run).
     m_timer.async_wait(detail::WithMemory(
-        m_handlerMemory, [self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
-          self->OnTimerCompleted(aim);
-        }));
+        m_handlerMemory, [self = shared_from_this(), aim = m_aim](
+                             const boost::system::error_code&) { self->OnTimerCompleted(aim); }));
   }
 
   void OnTimerCompleted(std::uint64_t aim) {

@@ -25,8 +25,10 @@
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)
-// One row: TransportBenchmark --many-server <count> <messages-per-second> <seconds> batched|unbatched
-//   (the many-connections workload at a fixed offered rate, for callgrind: ManyConnectionsWorkload.h)
+// One row: TransportBenchmark --many-server <count> <messages-per-second> <seconds>
+// batched|unbatched
+//   (the many-connections workload at a fixed offered rate, for callgrind:
+//   ManyConnectionsWorkload.h)
 //
 // Linux only (fork/exec, /proc, getrusage), like TimerWheelBenchmark.
 //

@@ -298,11 +298,12 @@ int RunManyServer(std::size_t count, double rate, double window, const std::stri
     return 2;
   }
   const ManyRow row = RunMany(rudp::TimerQueueKind::Wheel, count, rate, window, options);
-  std::printf("many-server %s: %zu connections x %.1f/s, %.1f s window: %llu messages delivered "
-              "(%.0f/s), server CPU %.2f %%, %.2f us per message, p99 %.2f ms\n",
-              path.c_str(), count, rate, window, static_cast<unsigned long long>(row.messages),
-              static_cast<double>(row.messages) / window, row.cpuPercent,
-              row.cpuMicrosecondsPerMessage, row.latencyMs.p99);
+  std::printf(
+      "many-server %s: %zu connections x %.1f/s, %.1f s window: %llu messages delivered "
+      "(%.0f/s), server CPU %.2f %%, %.2f us per message, p99 %.2f ms\n",
+      path.c_str(), count, rate, window, static_cast<unsigned long long>(row.messages),
+      static_cast<double>(row.messages) / window, row.cpuPercent, row.cpuMicrosecondsPerMessage,
+      row.latencyMs.p99);
   return 0;
 }
 

@@ -35,8 +35,9 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
 
 // One row alone, for instruction counts (TransportBenchmark --many-server ...: run it under
 // `valgrind --tool=callgrind --instr-atstart=no`, which then counts the server process's
-// instructions over the window alone; the clients' child process runs natively). `path` is "batched" (the default socket path) or
-// "unbatched". Prints the row and the messages delivered; returns the exit code.
+// instructions over the window alone; the clients' child process runs natively). `path` is
+// "batched" (the default socket path) or "unbatched". Prints the row and the messages delivered;
+// returns the exit code.
 int RunManyServer(std::size_t count, double rate, double window, const std::string& path);
 
 }  // namespace timerwheel::perf

@@ -331,8 +331,8 @@ class ConnectionCore final : private IPacketFate {
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
-  Microseconds m_keepaliveDeadline = 0;  // the latest asked for (KeepaliveMayStay)
-  bool m_keepaliveBusy = false;          // the last keepalive arming found the timer armed
+  Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)
+  bool m_keepaliveBusy = false;  // the last keepalive arming found the timer armed
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;

@@ -511,10 +511,10 @@ TEST_CASE("a busy connection re-arms its keepalive timer a few times and not per
     network.RunFor(10'000);
   }
   REQUIRE(network.RunFor(kSecond, [&] { return received == 1000; }));
-  const auto clientArmed = pair.clientSide->GetStatistics().timerArmed[keepalive] -
-                           clientArmedBefore;
-  const auto serverArmed = pair.serverSide->GetStatistics().timerArmed[keepalive] -
-                           serverArmedBefore;
+  const auto clientArmed =
+      pair.clientSide->GetStatistics().timerArmed[keepalive] - clientArmedBefore;
+  const auto serverArmed =
+      pair.serverSide->GetStatistics().timerArmed[keepalive] - serverArmedBefore;
   INFO("keepalive armed: client " << clientArmed << ", server " << serverArmed);
   // Once per eighth of the interval (1.9 s; 2.8 s), and once more around each PING exchange:
   // about 10 in all, not 1,000.

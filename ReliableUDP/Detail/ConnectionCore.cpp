@@ -488,6 +488,7 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
           return false;
         }
         if (m_phase == Phase::Closed) return false;
+        ForgetAcknowledgedAckRanges(frame.ack);
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -645,6 +646,24 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   ++m_stats.timerArmed[Index(kind)];
 }
 
+void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
+  bool any = false;
+  PacketNumber largest = 0;
+  for (SentAck& sentAck : m_sentAcks) {
+    if (!sentAck.pending) continue;
+    for (std::size_t i = 0; i < ack.rangeCount; ++i) {    // ranges descend
+      if (sentAck.packet > ack.ranges[i].largest) break;  // in a gap: not acknowledged
+      if (sentAck.packet >= ack.ranges[i].smallest) {
+        largest = any ? std::max(largest, sentAck.largest) : sentAck.largest;
+        any = true;
+        sentAck.pending = false;
+        break;
+      }
+    }
+  }
+  if (any) m_acks.OnAckAcknowledged(largest);
+}
+
 bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
   m_keepaliveDeadline = deadline;
   const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
@@ -792,6 +811,8 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
     if (m_acks.BuildAck(now, ack) &&
         writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
       m_acks.OnAckSent();
+      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest, true};
+      m_nextSentAck = (m_nextSentAck + 1) % m_sentAcks.size();
     }
   }
   bool ackEliciting = false;

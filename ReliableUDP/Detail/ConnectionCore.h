@@ -241,6 +241,8 @@ class ConnectionCore final : private IPacketFate {
   // rest, so the PING still goes at the deadline. A quiet connection (one re-arm per round, or a
   // PING and its answer) always re-arms, so it never sees such an expiry.
   bool KeepaliveMayStay(Microseconds deadline, Microseconds now);
+  // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
+  void ForgetAcknowledgedAckRanges(const AckFrame& ack);
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
@@ -310,6 +312,16 @@ class ConnectionCore final : private IPacketFate {
   // Receiving.
   ReceiveBuffer m_receiveBuffer;
   AckTracker m_acks;
+  // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a
+  // ring): once the peer acknowledges one, m_acks stops reporting what it reported (RFC 9000
+  // 13.2.4). Most are ACK-only packets, which the sent-packet log does not keep.
+  struct SentAck {
+    PacketNumber packet = 0;
+    PacketNumber largest = 0;
+    bool pending = false;
+  };
+  std::array<SentAck, 8> m_sentAcks{};
+  std::size_t m_nextSentAck = 0;
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;

@@ -15,6 +15,11 @@
 // - one datagram per system call (Windows, where Asio uses IOCP, and batchedIo off): an
 //   overlapped receive and a non-blocking drain; sends go out as the engine makes them.
 // Either way a send the socket cannot take now waits, in order, for it to become writable.
+//
+// Allocation: every Asio operation the endpoint starts (the socket's waits and receives, the
+// posted completions and flushes) takes its memory from the endpoint's HandlerMemory, recycled
+// blocks behind a mutex of their own (taken by Asio after the engine's, or alone), so a warm
+// endpoint allocates nothing per datagram or per completion.
 #include "ReliableUDP/Endpoint.h"
 
 #include <algorithm>
@@ -30,6 +35,7 @@
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
 #include "TimerQueue/AsioTimerQueue.h"
+#include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
 #include "UdpSocket/DatagramBatch.h"
@@ -39,6 +45,8 @@ namespace timerwheel::rudp {
 namespace {
 
 using Udp = boost::asio::ip::udp;
+using timerwheel::detail::HandlerMemory;
+using timerwheel::detail::WithMemory;
 
 // Datagrams waiting for the socket when a send would block; beyond this they are dropped and
 // counted (loss recovery resends what they carried).
@@ -232,16 +240,25 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     // connections) without delaying any past the end of that dispatch.
     if (m_flushQueued) return;
     m_flushQueued = true;
-    boost::asio::post(m_ioContext, [self = shared_from_this()] {
-      std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-      self->m_flushQueued = false;
-      if (!self->m_closed) self->FlushLocked();
-    });
+    boost::asio::post(m_ioContext, WithMemory(m_handlerMemory, [self = shared_from_this()] {
+                        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+                        self->m_flushQueued = false;
+                        if (!self->m_closed) self->FlushLocked();
+                      }));
   }
 
   detail::Microseconds Now() const override { return TransportClock::Now(); }
 
   void Post(detail::Completion handler, detail::EngineError error) override {
+    // The posted operation lives in m_handlerMemory, so it holds the endpoint. Not while the
+    // endpoint is being destroyed (a failed construction): then from the heap, holding nothing.
+    if (std::shared_ptr<Impl> self = weak_from_this().lock()) {
+      boost::asio::post(m_ioContext,
+                        WithMemory(m_handlerMemory,
+                                   [self = std::move(self), error,
+                                    handler = std::move(handler)]() mutable { handler(error); }));
+      return;
+    }
     boost::asio::post(m_ioContext,
                       [handler = std::move(handler), error]() mutable { handler(error); });
   }
@@ -255,16 +272,18 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
   void StartReceiveLocked() {
     if (m_receiveBatch) {
       m_socket.async_wait(Udp::socket::wait_read,
-                          [self = shared_from_this()](const boost::system::error_code& error) {
+                          WithMemory(m_handlerMemory, [self = shared_from_this()](
+                                                          const boost::system::error_code& error) {
                             self->OnReadable(error);
-                          });
+                          }));
       return;
     }
     m_socket.async_receive_from(
         boost::asio::buffer(m_receiveBuffer), m_sender,
-        [self = shared_from_this()](const boost::system::error_code& error, std::size_t size) {
+        WithMemory(m_handlerMemory, [self = shared_from_this()](
+                                        const boost::system::error_code& error, std::size_t size) {
           self->OnReceive(error, size);
-        });
+        }));
   }
 
   // The batched path: the socket has something to read (or failed).
@@ -308,9 +327,9 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     // More is waiting. Asio's epoll reactor is edge-triggered and does not read ahead for a wait,
     // so a new async_wait would sleep until the next datagram arrives: continue through the
     // io_context's queue instead, after whatever else is ready (fair to timers and other sockets).
-    boost::asio::post(m_ioContext, [self = shared_from_this()] {
-      self->OnReadable(boost::system::error_code());
-    });
+    boost::asio::post(m_ioContext, WithMemory(m_handlerMemory, [self = shared_from_this()] {
+                        self->OnReadable(boost::system::error_code());
+                      }));
   }
 
   // Hands the held datagrams to the socket; what it cannot take now waits for it to be writable.
@@ -322,12 +341,13 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     if (!result.wouldBlock) return;
     ++stats.sendWouldBlock;
     m_waitingWritable = true;
-    m_socket.async_wait(Udp::socket::wait_write,
-                        [self = shared_from_this()](const boost::system::error_code&) {
-                          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-                          self->m_waitingWritable = false;
-                          if (!self->m_closed) self->FlushLocked();
-                        });
+    m_socket.async_wait(
+        Udp::socket::wait_write,
+        WithMemory(m_handlerMemory, [self = shared_from_this()](const boost::system::error_code&) {
+          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
+          self->m_waitingWritable = false;
+          if (!self->m_closed) self->FlushLocked();
+        }));
   }
 
   void OnReceive(const boost::system::error_code& error, std::size_t size) {
@@ -380,15 +400,18 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
     QueuedDatagram& next = m_queued[m_queuedHead];
     m_socket.async_send_to(
         boost::asio::buffer(next.bytes), next.to,
-        [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+        WithMemory(m_handlerMemory, [self = shared_from_this()](
+                                        const boost::system::error_code& error, std::size_t) {
           std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
           if (self->m_closed) return;
           if (error) ++self->m_engine->Core().Context().stats.sendErrors;
           ++self->m_queuedHead;
           self->SendQueuedLocked();
-        });
+        }));
   }
 
+  // First, so last to go: the operations of every handler below live here.
+  HandlerMemory m_handlerMemory;
   boost::asio::io_context& m_ioContext;
   Udp::socket m_socket;
   const bool m_batched;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
+#include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/Detail/MaximumSleep.h"
 #include "TimerQueue/Detail/RunDispatch.h"
 
@@ -70,9 +71,12 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
     // At most kMaximumSleep: a completion that finds nothing due simply aims again.
     m_timer.expires_after(
         std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), detail::kMaximumSleep)));
-    m_timer.async_wait([self = shared_from_this(), aim = m_aim](const boost::system::error_code&) {
-      self->OnTimerCompleted(aim);
-    });
+    // Every aim starts a wait: its operation comes from m_handlerMemory, so that a warm driver
+    // allocates nothing (an aim that supersedes another needs a second block until the
+    // cancelled wait's completion has run).
+    m_timer.async_wait(detail::WithMemory(
+        m_handlerMemory, [self = shared_from_this(), aim = m_aim](
+                             const boost::system::error_code&) { self->OnTimerCompleted(aim); }));
   }
 
   void OnTimerCompleted(std::uint64_t aim) {
@@ -94,6 +98,8 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
     m_idle.notify_all();
   }
 
+  // First, so last to go: every wait's operation lives here (its handler keeps this alive).
+  detail::HandlerMemory m_handlerMemory;
   std::recursive_mutex m_mutex;
   std::condition_variable_any m_idle;  // signalled when a dispatch ends
   IManageTimerQueue& m_queue;

@@ -68,7 +68,7 @@ class ITimerQueue {
   // destroyed first (then it never fires).
   virtual void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) = 0;
 
-  // The largest timeout this queue accepts (at most kInfinite - 1).
+  // The largest timeout this queue accepts (at most kInfinite - 1); fixed when the queue is made.
   virtual Milliseconds GetMaximumTimeout() const = 0;
 
   virtual ~ITimerQueue() = default;

@@ -27,6 +27,10 @@
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)
+// One row: TransportBenchmark --many-server <count> <messages-per-second> <seconds>
+// batched|unbatched
+//   (the many-connections workload at a fixed offered rate, for callgrind:
+//   ManyConnectionsWorkload.h)
 //
 // Linux only (fork/exec, /proc, getrusage), like TimerWheelBenchmark.
 //
@@ -51,6 +55,10 @@ int main(int argc, char** argv) {
     return RunClients(static_cast<std::uint16_t>(std::atoi(argv[2])),
                       static_cast<std::size_t>(std::atoll(argv[3])), std::atof(argv[4]),
                       std::atof(argv[5]));
+  }
+  if (argc == 6 && std::strcmp(argv[1], "--many-server") == 0) {
+    return RunManyServer(static_cast<std::size_t>(std::atoll(argv[2])), std::atof(argv[3]),
+                         std::atof(argv[4]), argv[5]);
   }
   Settings settings;
   if (!ParseSettings(argc, argv, settings)) return 2;

@@ -23,6 +23,18 @@
 #include "ReliableUDP/Endpoint.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 
+// Under `valgrind --tool=callgrind --instr-atstart=no`, the server's instructions are counted
+// over the measurement window alone (instrumentation on at its start, off at its end, so the
+// profile written at exit is the window's); elsewhere these are no-ops.
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define TIMERWHEEL_CALLGRIND_WINDOW_START() CALLGRIND_START_INSTRUMENTATION
+#define TIMERWHEEL_CALLGRIND_WINDOW_END() CALLGRIND_STOP_INSTRUMENTATION
+#else
+#define TIMERWHEEL_CALLGRIND_WINDOW_START()
+#define TIMERWHEEL_CALLGRIND_WINDOW_END()
+#endif
+
 namespace timerwheel::perf {
 
 using Udp = boost::asio::ip::udp;
@@ -151,9 +163,13 @@ struct ServerWindowTotals {
 pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
   const std::string portText = std::to_string(port), countText = std::to_string(count),
                     rateText = std::to_string(rate), secondsText = std::to_string(seconds);
+  // The executable's own path, read before the fork: under valgrind, exec'ing /proc/self/exe
+  // would start valgrind's tool (readlink is answered with the benchmark's path).
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) std::strcpy(self, "/proc/self/exe");
   const pid_t pid = fork();
   if (pid == 0) {
-    execl("/proc/self/exe", "TransportBenchmark", "--clients", portText.c_str(), countText.c_str(),
+    execl(self, "TransportBenchmark", "--clients", portText.c_str(), countText.c_str(),
           rateText.c_str(), secondsText.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -258,7 +274,9 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     const std::uint64_t receivedBefore = received;
     const auto firedBefore = monitor.Fired();
     const double cpuBefore = ProcessCpuSeconds();
+    TIMERWHEEL_CALLGRIND_WINDOW_START();
     std::this_thread::sleep_for(std::chrono::duration<double>(window));
+    TIMERWHEEL_CALLGRIND_WINDOW_END();
     const double cpu = ProcessCpuSeconds() - cpuBefore;
     const auto fired = monitor.Fired() - firedBefore;
     const std::uint64_t messages = received - receivedBefore;
@@ -275,6 +293,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
           static_cast<double>(rssAfter - std::min(rssAfter, rssBefore)) / static_cast<double>(open);
     }
     row.timerFiringsPerSecond = static_cast<double>(fired) / window;
+    row.messages = messages;
     row.cpuMicrosecondsPerMessage = messages > 0 ? cpu * 1e6 / static_cast<double>(messages) : 0;
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -295,6 +314,24 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     thread.join();
   }
   return row;
+}
+
+int RunManyServer(std::size_t count, double rate, double window, const std::string& path) {
+  rudp::EndpointOptions options;
+  if (path == "unbatched") {
+    options.batchedIo = false;
+  } else if (path != "batched") {
+    std::fprintf(stderr, "--many-server: the path is batched or unbatched, not %s\n", path.c_str());
+    return 2;
+  }
+  const ManyRow row = RunMany(rudp::TimerQueueKind::Wheel, count, rate, window, options);
+  std::printf(
+      "many-server %s: %zu connections x %.1f/s, %.1f s window: %llu messages delivered "
+      "(%.0f/s), server CPU %.2f %%, %.2f us per message, p99 %.2f ms\n",
+      path.c_str(), count, rate, window, static_cast<unsigned long long>(row.messages),
+      static_cast<double>(row.messages) / window, row.cpuPercent, row.cpuMicrosecondsPerMessage,
+      row.latencyMs.p99);
+  return 0;
 }
 
 }  // namespace timerwheel::perf

@@ -24,6 +24,7 @@ struct ManyRow {
   double bytesPerConnection = 0;     // heap in use (mallinfo2), per connection
   double residentPerConnection = 0;  // growth of the resident set, per connection
   double timerFiringsPerSecond = 0;
+  std::uint64_t messages = 0;  // delivered to the server's application in the window
   double cpuMicrosecondsPerMessage = 0;
   Percentiles latencyMs;
 };
@@ -31,5 +32,12 @@ struct ManyRow {
 // `server` is the server endpoint's starting options (the socket path's, for the loopback table).
 ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
                 const rudp::EndpointOptions& server = {});
+
+// One row alone, for instruction counts (TransportBenchmark --many-server ...: run it under
+// `valgrind --tool=callgrind --instr-atstart=no`, which then counts the server process's
+// instructions over the window alone; the clients' child process runs natively). `path` is
+// "batched" (the default socket path) or "unbatched". Prints the row and the messages delivered;
+// returns the exit code.
+int RunManyServer(std::size_t count, double rate, double window, const std::string& path);
 
 }  // namespace timerwheel::perf

@@ -24,6 +24,7 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   const PacketNumber expected = m_anyReceived ? m_largest + 1 : m_floor;
   if (ackEliciting && pn != expected) m_ackNow = true;
 
+  if (pn < m_reportFrom) m_reportFrom = pn;  // the peer must hear of it (see OnAckAcknowledged)
   m_received.Insert(pn, pn + 1);
   // Once there is a gap (a loss, or a number the peer skipped on purpose), make room for every
   // range at once: the set then never reallocates, however the gaps come.
@@ -71,16 +72,22 @@ bool AckTracker::HasAnythingToAck() const noexcept { return m_anythingToAck; }
 bool AckTracker::BuildAck(Microseconds now, AckFrame& frame) const noexcept {
   if (!m_anyReceived || m_received.Empty()) return false;
   const std::size_t count = m_received.RangeCount();
-  const std::size_t used = count < kMaxAckRanges ? count : kMaxAckRanges;
-  for (std::size_t k = 0; k < used; ++k) {
-    const RangeSet::Range& range = m_received[count - 1 - k];
-    frame.ranges[k] = AckRange{range.begin, range.end - 1};  // half-open to inclusive
+  const std::size_t most = count < kMaxAckRanges ? count : kMaxAckRanges;
+  std::size_t used = 0;
+  // The newest range always; older ones while they reach m_reportFrom.
+  while (used < most && (used == 0 || m_received[count - 1 - used].end > m_reportFrom)) {
+    const RangeSet::Range& range = m_received[count - 1 - used];
+    frame.ranges[used++] = AckRange{range.begin, range.end - 1};  // half-open to inclusive
   }
   frame.rangeCount = used;
   frame.largest = frame.ranges[0].largest;
   // RFC 9000 13.2.5: the delay is measured from the arrival of the largest acknowledged.
   frame.ackDelayMicroseconds = now > m_largestArrival ? now - m_largestArrival : 0;
   return true;
+}
+
+void AckTracker::OnAckAcknowledged(PacketNumber largest) noexcept {
+  if (largest + 1 > m_reportFrom) m_reportFrom = largest + 1;
 }
 
 void AckTracker::OnAckSent() noexcept {

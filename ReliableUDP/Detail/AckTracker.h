@@ -43,13 +43,21 @@ class AckTracker {
   bool BuildAck(Microseconds now, AckFrame& frame) const noexcept;
   // An ACK was put in a packet: clears AckNow, the deadline and the counters.
   void OnAckSent() noexcept;
+  // The peer acknowledged a packet that carried our ACK frame up to `largest` (RFC 9000
+  // 13.2.4): it knows which packets up to there arrived, so later ACK frames leave out the
+  // ranges wholly at or below `largest`. Without this, every gap (a loss, or a number the peer
+  // skipped on purpose) stays in every ACK frame until kMaxAckRanges pushes it out. The ranges
+  // are still remembered (duplicates are still found), and a late packet below (one the peer
+  // declared lost) brings them back into the report, so the peer learns the loss was spurious.
+  void OnAckAcknowledged(PacketNumber largest) noexcept;
 
   std::uint64_t DuplicatesDropped() const noexcept { return m_duplicates; }
 
  private:
   Microseconds m_maxAckDelay;
   RangeSet m_received;
-  PacketNumber m_floor = 0;  // everything below is treated as received
+  PacketNumber m_floor = 0;       // everything below is treated as received
+  PacketNumber m_reportFrom = 0;  // ACK frames leave out the ranges wholly below
   bool m_anyReceived = false;
   PacketNumber m_largest = 0;
   Microseconds m_largestArrival = 0;

@@ -493,6 +493,7 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
           return false;
         }
         if (m_phase == Phase::Closed) return false;
+        ForgetAcknowledgedAckRanges(frame.ack);
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -573,6 +574,11 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
   // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
   if (armed == 0 || now / 1000 + 1 < armed) return;
   armed = 0;
+  if (kind == TimerKind::Keepalive && now < m_keepaliveDeadline) {
+    // Left armed early on purpose (KeepaliveMayStay): not a firing, only the rest of the wait.
+    ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
+    return;
+  }
   ++m_stats.timerFired[Index(kind)];
   switch (kind) {
     case TimerKind::LossDetection:
@@ -633,6 +639,7 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   const Microseconds deadlineMs = (deadline + 999) / 1000;
   const Microseconds nowMs = now / 1000;
   Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
+  if (kind == TimerKind::Keepalive && KeepaliveMayStay(deadline, now)) return;
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[Index(kind)];
@@ -643,6 +650,34 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
                             PackTimerTarget(TimerTarget{m_slot, kind}));
   armed = key;
   ++m_stats.timerArmed[Index(kind)];
+}
+
+void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
+  bool any = false;
+  PacketNumber largest = 0;
+  for (SentAck& sentAck : m_sentAcks) {
+    if (!sentAck.pending) continue;
+    for (std::size_t i = 0; i < ack.rangeCount; ++i) {    // ranges descend
+      if (sentAck.packet > ack.ranges[i].largest) break;  // in a gap: not acknowledged
+      if (sentAck.packet >= ack.ranges[i].smallest) {
+        largest = any ? std::max(largest, sentAck.largest) : sentAck.largest;
+        any = true;
+        sentAck.pending = false;
+        break;
+      }
+    }
+  }
+  if (any) m_acks.OnAckAcknowledged(largest);
+}
+
+bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
+  m_keepaliveDeadline = deadline;
+  const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
+  const bool busy = m_keepaliveBusy;
+  m_keepaliveBusy = armedKey != 0;
+  if (armedKey == 0 || !busy || deadline <= now) return false;
+  const Microseconds armedExpiry = (armedKey - 1) * 1000;
+  return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
 }
 
 void ConnectionCore::CancelTimer(TimerKind kind) {
@@ -797,6 +832,8 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
     if (m_acks.BuildAck(now, ack) &&
         writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
       m_acks.OnAckSent();
+      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest, true};
+      m_nextSentAck = (m_nextSentAck + 1) % m_sentAcks.size();
     }
   }
   bool ackEliciting = false;

@@ -233,6 +233,16 @@ class ConnectionCore final : private IPacketFate {
   void Complete(Completion& handler, EngineError error);
 
   void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
+  // ArmTimer's keepalive case: true if the armed timer may stay. The keepalive deadline moves
+  // with every packet sent or received, tens of seconds away: re-arming per packet would cost a
+  // busy connection a timer-queue operation per packet. On a busy connection (the timer was
+  // re-armed while armed, and is again) it stays while its expiry is at most an eighth of the
+  // wait early; if the connection goes quiet it expires early and OnTimer re-arms it for the
+  // rest, so the PING still goes at the deadline. A quiet connection (one re-arm per round, or a
+  // PING and its answer) always re-arms, so it never sees such an expiry.
+  bool KeepaliveMayStay(Microseconds deadline, Microseconds now);
+  // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
+  void ForgetAcknowledgedAckRanges(const AckFrame& ack);
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
@@ -308,6 +318,16 @@ class ConnectionCore final : private IPacketFate {
   // Receiving.
   ReceiveBuffer m_receiveBuffer;
   AckTracker m_acks;
+  // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a
+  // ring): once the peer acknowledges one, m_acks stops reporting what it reported (RFC 9000
+  // 13.2.4). Most are ACK-only packets, which the sent-packet log does not keep.
+  struct SentAck {
+    PacketNumber packet = 0;
+    PacketNumber largest = 0;
+    bool pending = false;
+  };
+  std::array<SentAck, 8> m_sentAcks{};
+  std::size_t m_nextSentAck = 0;
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;
@@ -329,6 +349,8 @@ class ConnectionCore final : private IPacketFate {
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
+  Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)
+  bool m_keepaliveBusy = false;  // the last keepalive arming found the timer armed
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;

@@ -150,3 +150,32 @@ TEST_CASE("AckTracker raises a floor when more than 32 ranges are held", "[rudp]
   CHECK_FALSE(tracker.OnPacketReceived(18, true, 600));
   CHECK(tracker.OnPacketReceived(19, true, 600));  // the new floor, a hole
 }
+
+TEST_CASE("AckTracker leaves out the ranges the peer has seen acknowledged", "[rudp][ack]") {
+  AckTracker tracker(kMaxAckDelay);
+  // Received 0-2, 4-6, 8-10 (3 and 7 skipped or lost), then 12.
+  for (PacketNumber pn : {0, 1, 2, 4, 5, 6, 8, 9, 10, 12}) {
+    REQUIRE(tracker.OnPacketReceived(pn, true, 1000));
+  }
+  AckFrame frame;
+  REQUIRE(tracker.BuildAck(2000, frame));
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 12}, {8, 10}, {4, 6}, {0, 2}});
+  // The peer acknowledged our packet that carried an ACK up to 10: it knows 0-10.
+  tracker.OnAckAcknowledged(10);
+  REQUIRE(tracker.BuildAck(2000, frame));
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 12}});
+  REQUIRE(tracker.OnPacketReceived(13, true, 3000));
+  REQUIRE(tracker.BuildAck(3000, frame));
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 13}});
+  // Still remembered: a duplicate below is still refused.
+  CHECK_FALSE(tracker.OnPacketReceived(5, true, 3000));
+  // A late packet in an old gap (the peer declared it lost) is reported, with what is above it,
+  // so the peer finds the loss spurious.
+  REQUIRE(tracker.OnPacketReceived(7, true, 4000));
+  REQUIRE(tracker.BuildAck(4000, frame));
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 13}, {4, 10}});
+  // The newest range is always reported, whatever was acknowledged.
+  tracker.OnAckAcknowledged(20);
+  REQUIRE(tracker.BuildAck(5000, frame));
+  CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 13}});
+}

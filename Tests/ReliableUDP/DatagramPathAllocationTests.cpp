@@ -195,17 +195,20 @@ TEST_CASE("the batched socket path allocates nothing per datagram once warm",
           "[rudp][allocation][batched][loopback]") {
   using namespace timerwheel;
   // Real endpoints on loopback, their io_context run by this thread (the counter counts this
-  // thread's allocations). The Asio layer's completion posts and the timer driver's re-aims
-  // allocate per operation, not per datagram (IEndpointIo::Post, AsioTimerQueue): so this
-  // compares exchanges of 5 datagrams with exchanges of 50 and requires the allocations not to
-  // grow with the datagrams.
-  // No pacing (the known-path profile): every pacer wake-up re-aims the Asio timer, which
-  // allocates, and how many wake-ups an exchange needs depends on how fast the machine runs (under
-  // TSan a 60 KB exchange took twice as many), not on the datagrams this test is about.
+  // thread's allocations): the socket's waits, the posted completions and flushes, and the timer
+  // driver's re-aims (pacer wake-ups, delayed ACKs) are Asio operations, whose memory the
+  // endpoint and the driver recycle (detail::HandlerMemory). Exchanges of 5 datagrams, then of
+  // 50 (GSO runs), each measured after a warm-up at its size: nothing is allocated per datagram
+  // or per operation (before the recycling, about 5 per exchange: 2,500 per phase).
+  // With pacing (the default controller) and without (the known-path profile): how many pacer
+  // wake-ups an exchange needs depends on how fast the machine runs, and none may allocate.
+  const rudp::CongestionControl controller =
+      GENERATE(rudp::CongestionControl::None, rudp::EndpointOptions().congestionControl);
+  CAPTURE(static_cast<int>(controller));
   boost::asio::io_context io;
   const Udp::endpoint loopback(boost::asio::ip::make_address_v4("127.0.0.1"), 0);
   rudp::EndpointOptions clientOptions;
-  clientOptions.congestionControl = rudp::CongestionControl::None;
+  clientOptions.congestionControl = controller;
   rudp::EndpointOptions serverOptions = clientOptions;
   serverOptions.acceptIncoming = true;
   rudp::Endpoint server(io, loopback, serverOptions);
@@ -265,8 +268,15 @@ TEST_CASE("the batched socket path allocates nothing per datagram once warm",
                       << large.allocations << " for " << large.datagrams);
   CHECK(exchanged == 2000);
   CHECK(large.datagrams >= 5 * small.datagrams);
-  // Per datagram, 45 more datagrams per exchange would add at least 22,500 allocations.
-  CHECK(large.allocations <= small.allocations + small.allocations / 2 + 100);
+  // Not exactly 0 in every run: this is real time, and a late wake-up can take a high-water mark
+  // past the warm-up's (more timers due in one dispatch than ever before: the wheel's batch
+  // vector; a probe timeout: a range set; more operations outstanding at once: one more block of
+  // handler memory), each a geometric growth or one block, never per datagram: 0-2 per phase in
+  // 30 release runs, up to 14 under TSan, whose slowness makes late wake-ups common. One per
+  // exchange (a per-operation allocation) would be 500.
+  constexpr std::size_t kHighWaterGrowths = 32;
+  CHECK(small.allocations <= kHighWaterGrowths);
+  CHECK(large.allocations <= kHighWaterGrowths);
   CHECK(atClient == response);
   const rudp::EndpointStatistics stats = client.GetStatistics();
   CHECK(stats.sendSystemCalls < stats.datagramsSent);  // it was the batched path

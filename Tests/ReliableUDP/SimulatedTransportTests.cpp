@@ -574,6 +574,51 @@ TEST_CASE("a steady stream re-arms the loss-detection timer without it firing",
   CHECK(clientMonitor.Fired() <= 2);  // at most a delayed ACK at the very end
 }
 
+TEST_CASE("a busy connection re-arms its keepalive timer a few times and not per packet",
+          "[rudp][sim][timers]") {
+  SimulatedNetwork network(31);
+  LinkProfile link;
+  link.delay = 5'000;
+  network.SetDefaultLink(link);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  const unsigned keepalive = static_cast<unsigned>(rudp::TimerKind::Keepalive);
+  const auto clientArmedBefore = pair.clientSide->GetStatistics().timerArmed[keepalive];
+  const auto serverArmedBefore = pair.serverSide->GetStatistics().timerArmed[keepalive];
+  // 1,000 messages at 100/s for 10 s: every packet sent (client) or received (server) moves the
+  // keepalive deadline, an interval (15 s; the server's 22.5 s) away.
+  std::uint64_t received = 0;
+  std::vector<std::uint8_t> payload(64, 0x42), incoming;
+  std::function<void()> receive = [&] {
+    pair.serverSide->AsyncReceive(incoming, [&](boost::system::error_code ec) {
+      if (!ec && ++received < 1000) receive();
+    });
+  };
+  receive();
+  for (int sent = 0; sent < 1000; ++sent) {
+    pair.clientSide->AsyncSend(boost::asio::buffer(payload), [](boost::system::error_code) {});
+    network.RunFor(10'000);
+  }
+  REQUIRE(network.RunFor(kSecond, [&] { return received == 1000; }));
+  const auto clientArmed =
+      pair.clientSide->GetStatistics().timerArmed[keepalive] - clientArmedBefore;
+  const auto serverArmed =
+      pair.serverSide->GetStatistics().timerArmed[keepalive] - serverArmedBefore;
+  INFO("keepalive armed: client " << clientArmed << ", server " << serverArmed);
+  // Once per eighth of the interval (1.9 s; 2.8 s), and once more around each PING exchange:
+  // about 10 in all, not 1,000.
+  CHECK(clientArmed <= 20);
+  CHECK(serverArmed <= 20);
+  // The PING still goes a keepalive interval after the last packet (15 s; a round may be up to
+  // an eighth shorter, issue 18's jitter), not when the deferred timer first expires (up to an
+  // eighth of the wait before that): nothing at 13 s, one by 15.5 s.
+  CHECK(pair.clientSide->GetStatistics().timerFired[keepalive] == 0);
+  network.RunFor(13 * kSecond);  // 13 s after the last message
+  CHECK(pair.clientSide->GetStatistics().timerFired[keepalive] == 0);
+  network.RunFor(2 * kSecond + 500'000);
+  CHECK(pair.clientSide->GetStatistics().timerFired[keepalive] == 1);
+}
+
 TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timers]") {
   const auto kind = GENERATE(rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap);
   SimulatedNetwork network(31);

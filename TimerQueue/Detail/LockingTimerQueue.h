@@ -8,7 +8,9 @@
 
 namespace timerwheel::detail {
 
-// Locking: every method holds `mutex` for its whole duration, including AfterArming.
+// Locking: every method holds `mutex` for its whole duration, including AfterArming; except
+// GetMaximumTimeout, a constant of the queue read once at construction (a protocol that clamps
+// every arming to it should not pay a lock for it).
 template <class Mutex>
 class LockingTimerQueue : public ITimerQueue {
  public:
@@ -49,16 +51,15 @@ class LockingTimerQueue : public ITimerQueue {
     m_queue.SetOneShotTimer(timer, timeout, userData);
     AfterArming();
   }
-  Milliseconds GetMaximumTimeout() const override {
-    Lock lock(m_mutex);
-    return m_queue.GetMaximumTimeout();
-  }
+  Milliseconds GetMaximumTimeout() const override { return m_maximumTimeout; }
 
  protected:
   using Lock = std::unique_lock<Mutex>;
 
-  // Only stores the references: `mutex` may be a member of the derived class, not yet built.
-  LockingTimerQueue(Mutex& mutex, IManageTimerQueue& queue) : m_mutex(mutex), m_queue(queue) {}
+  // Does not touch `mutex`: it may be a member of the derived class, not yet built. The queue
+  // is not in use yet, so its maximum timeout is read without it.
+  LockingTimerQueue(Mutex& mutex, IManageTimerQueue& queue)
+      : m_mutex(mutex), m_queue(queue), m_maximumTimeout(queue.GetMaximumTimeout()) {}
 
   // Lock held: a timer was armed, so the next expiry may have come forward. Not called when the
   // call threw (nothing changed).
@@ -66,6 +67,7 @@ class LockingTimerQueue : public ITimerQueue {
 
   Mutex& m_mutex;
   IManageTimerQueue& m_queue;
+  const Milliseconds m_maximumTimeout;
 };
 
 }  // namespace timerwheel::detail

@@ -231,13 +231,10 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     if (m_closed || error == boost::asio::error::operation_aborted) return;
     if (error) {
       ++m_toUpstream.receiveErrors;  // e.g. an ICMP error from a send to a vanished client
-      // OnError calls its argument at once for the first few errors, here, under m_mutex: the
-      // re-arm goes through the io_context, which takes the lock afresh.
+      // The re-arm runs from the io_context (never inside OnError, which is under m_mutex).
       m_listenBackoff.OnError([self = shared_from_this()] {
-        boost::asio::post(self->m_ioContext, [self] {
-          std::lock_guard<std::mutex> lock(self->m_mutex);
-          if (!self->m_closed) self->StartListenReceiveLocked();
-        });
+        std::lock_guard<std::mutex> lock(self->m_mutex);
+        if (!self->m_closed) self->StartListenReceiveLocked();
       });
       m_changed.notify_all();
       return;
@@ -304,11 +301,9 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     if (m_closed || error == boost::asio::error::operation_aborted) return;
     if (error) {
       ++m_toClient.receiveErrors;  // e.g. connection_refused: nothing listens upstream
-      client->backoff.OnError([self = shared_from_this(), client] {  // not inline, as above
-        boost::asio::post(self->m_ioContext, [self, client] {
-          std::lock_guard<std::mutex> lock(self->m_mutex);
-          if (!self->m_closed) self->StartUpstreamReceiveLocked(client);
-        });
+      client->backoff.OnError([self = shared_from_this(), client] {
+        std::lock_guard<std::mutex> lock(self->m_mutex);
+        if (!self->m_closed) self->StartUpstreamReceiveLocked(client);
       });
       m_changed.notify_all();
       return;

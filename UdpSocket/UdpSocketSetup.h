@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -26,7 +27,10 @@ IcmpReportsResult DisableIcmpErrorReports(boost::asio::ip::udp::socket& socket);
 // Re-arms a receive after an error: at once while errors are isolated (an ICMP report is one
 // error for one datagram), then, while errors keep coming with no datagram in between, after a
 // delay that doubles from 1 ms to 128 ms, so that a socket failing every receive does not spin a
-// core. Not thread-safe: use it under the lock that guards the socket.
+// core. The re-arm always runs from the executor, never inside OnError: OnError is called from a
+// receive handler that holds the socket's lock, and a re-arm takes that lock (called inline, it
+// locked it a second time and hung: found in the relay). Not thread-safe: use it under the lock
+// that guards the socket.
 class ReceiveErrorBackoff {
  public:
   static constexpr unsigned kImmediateRetries = 8;  // consecutive errors re-armed at once
@@ -38,12 +42,16 @@ class ReceiveErrorBackoff {
   // A datagram arrived: the next error counts as isolated again.
   void OnReceived() noexcept { m_consecutive = 0; }
 
-  // A receive failed: calls rearm() now, or from the executor after the back-off delay (not if
-  // Cancel ran first). rearm must re-check that the socket is still open.
+  // A receive failed: posts rearm() to the executor, at once or after the back-off delay (a
+  // delayed one not if Cancel ran first). rearm takes the socket's lock itself and must re-check
+  // that the socket is still open.
   template <class Rearm>
   void OnError(Rearm&& rearm) {
     const unsigned consecutive = ++m_consecutive;
-    if (consecutive <= kImmediateRetries) return std::forward<Rearm>(rearm)();
+    if (consecutive <= kImmediateRetries) {
+      boost::asio::post(m_timer.get_executor(), std::forward<Rearm>(rearm));
+      return;
+    }
     const unsigned doublings = (std::min)(consecutive - kImmediateRetries - 1, 7u);
     m_timer.expires_after(
         (std::min)(std::chrono::milliseconds(1) * (1u << doublings), kMaximumDelay));

@@ -330,11 +330,18 @@ TEST_CASE("ImpairmentRelay counts receive errors from an upstream that is gone a
   // Each datagram forwarded to nothing comes back as an error on that client's upstream
   // socket. The first errors are re-armed at once: from inside the receive handler, which
   // holds the relay's lock (this waited forever when the re-arm took the lock there).
+  // On Windows the relay turns SIO_UDP_CONNRESET off, so no error is reported there and the
+  // test asserts only that every datagram is still forwarded.
+#ifdef _WIN32
+  constexpr bool kErrorsReported = false;
+#else
+  constexpr bool kErrorsReported = true;
+#endif
   for (std::uint64_t sent = 1; sent <= 3; ++sent) {
     client.Send(RelayAddress(relay), "anyone?");
     REQUIRE(relay.WaitForCounters(
         [sent](const LinkCounters& up, const LinkCounters& down) {
-          return up.out == sent && down.receiveErrors >= sent;
+          return up.out == sent && (!kErrorsReported || down.receiveErrors >= sent);
         },
         kGenerous));
   }

@@ -667,6 +667,64 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
   CHECK(serverKeepalives + clientKeepalives <= 1000 * (120 / 15 + 1));
 }
 
+// Issue 18's C1M run in small (the 1M run is a benchmark, Perf/TransportBenchmark --only many):
+// 10,000 connections to one server held idle for 10 minutes, with either queue, through links
+// that drop what a burst puts over their queue. Keepalive rounds drift apart (jitter), so nothing
+// is dropped: no connection is lost, no probe timeout fires, and the server's timers fire at most
+// one keepalive per connection per interval (no other timer runs while idle).
+TEST_CASE("10k idle connections hold for 10 minutes without a probe timeout",
+          "[rudp][sim][timers][keepalive]") {
+  const auto kind = GENERATE(rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap);
+  CAPTURE(kind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap");
+  constexpr std::size_t kConnections = 10'000;
+  constexpr Microseconds kHold = 600 * kSecond;
+  SimulatedNetwork network(41);
+  CountingTimerQueueMonitor serverMonitor;
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.timerMonitor = &serverMonitor;
+  serverOptions.timerQueue = kind;
+  serverOptions.maxConnectionsPerAddress = 0;  // every connection comes from one host here
+  serverOptions.maxConnectionsPerPrefix = 0;
+  serverOptions.newConnectionsPerSecond = 0;
+  serverOptions.acceptBacklog = kConnections;  // all handshakes arrive in the same instant
+  rudp::EndpointOptions clientOptions;
+  clientOptions.timerQueue = kind;
+  SimulatedHost& server = network.AddHost(9000, serverOptions);
+  SimulatedHost& client = network.AddHost(9001, clientOptions);
+  const ManyConnections connections(network, server, client, kConnections);
+  REQUIRE(connections.established);
+  network.RunFor(kSecond);  // the handshakes' last ACKs
+  // From here each direction is a 1 MB/s link behind a 32 KB drop-tail queue, like a receiver
+  // whose socket buffer holds about 500 keepalives: a round of 10,000 PINGs sent together would
+  // lose most of them, and every loss would draw a probe.
+  LinkProfile overloadable;
+  overloadable.rate = 1e6;
+  overloadable.queueBytes = 32 * 1024;
+  network.SetLink(client.Address(), server.Address(), overloadable);
+  network.SetLink(server.Address(), client.Address(), overloadable);
+  auto probeTimeouts = [](const std::vector<std::shared_ptr<Connection>>& side) {
+    std::uint64_t total = 0;
+    for (const auto& c : side) total += c->GetStatistics().probeTimeouts;
+    return total;
+  };
+  const auto probesBefore = probeTimeouts(connections.clients) + probeTimeouts(connections.servers);
+  const auto serverFiredBefore = serverMonitor.Fired();
+
+  network.RunFor(kHold);
+
+  const auto probes =
+      probeTimeouts(connections.clients) + probeTimeouts(connections.servers) - probesBefore;
+  const auto serverFiredPerSecond =
+      static_cast<double>(serverMonitor.Fired() - serverFiredBefore) / (kHold / kSecond);
+  CAPTURE(probes, serverFiredPerSecond);
+  CHECK(server.Statistics().connectionsOpen == kConnections);
+  CHECK(client.Statistics().connectionsOpen == kConnections);
+  CHECK(probes == 0);
+  // At most one keepalive per connection per 15 s interval (jitter shortens an interval by up to
+  // an eighth): 762 per second for 10,000 connections, whichever side's fires first.
+  CHECK(serverFiredPerSecond <= kConnections / 15.0 * 8 / 7);
+}
+
 TEST_CASE("closes that cross deliver everything both sides sent", "[rudp][sim][close]") {
   // Regression: a CLOSE arriving while this side still had data in flight used to discard it.
   const bool bothClose = GENERATE(true, false);

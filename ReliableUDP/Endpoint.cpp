@@ -1,39 +1,63 @@
-// Endpoint: the Boost.Asio socket, clock and timer driver around the sans-I/O EndpointCore.
+// Endpoint: the Boost.Asio socket, clock and timer drivers around the sans-I/O EndpointCores.
 //
-// Ground rules (locking): the engine's mutex (LockedEngine) guards the engine, every connection,
-// and every operation on the socket (receive initiation, the non-blocking receive drain, sends,
-// close) and the batches, so the socket is never used from two threads at once. The timer driver
-// dispatches without its own lock; its callbacks take the engine's mutex (lock order: engine, then
-// driver). Every call into the engine ends with Flush under that mutex (LockedEngine::Call).
+// Shards (options.shards, issue 18): the endpoint's connections are split over N shards, each a
+// LockedEngine (an EndpointCore behind its own mutex) with its own timer queue and driver and its
+// own send path. Every connection lives in one shard; a datagram finds its shard from its
+// destination connection ID (Detail/Sharding.h), so datagrams of connections in different shards
+// are handled in parallel by the io_context's threads. N receives are outstanding on the socket
+// (on Windows: N overlapped receives, completed by whichever IOCP thread is free).
+//
+// Ground rules (locking):
+// - A shard's mutex (LockedEngine) guards its engine, every connection of it, its send batch and
+//   queue and its counters. Every call into an engine holds it, through LockedEngine::Call, which
+//   flushes the shard's sends before unlocking.
+// - m_socketMutex guards the Asio operations started on the socket (waits, receives, queued sends),
+//   the receive system calls and the receivers' state, the socket's closing, and m_closed's
+//   change. A shard's sends (sendmmsg, or send_to) run under the shard's mutex only: the kernel
+//   serialises them, and Asio's synchronous operations only read the socket object, which only
+//   Close changes, holding every shard's mutex and m_socketMutex.
+// - m_acceptMutex guards the accept waiters shared by the shards.
+// - Lock order: shard mutexes in index order, then m_socketMutex or m_acceptMutex, then the timer
+//   drivers' own locks (the engine arms timers inside its calls: the drivers dispatch without
+//   their lock). A receiver takes m_socketMutex for a system call and releases it before it takes
+//   a shard's mutex to hand the datagrams over.
+// - User handlers never run under any of these (the engine posts them).
 //
 // The socket path, two ways:
-// - batched (options.batchedIo on Linux): the socket waits for readability (async_wait) and each
-//   wake-up reads with recvmmsg, several datagrams per call (UDP_GRO: several per buffer); the
-//   datagrams one engine call produces are held in a SendBatch and leave together at its end
-//   with sendmmsg (UDP_SEGMENT: runs to one peer as one message). No added latency: nothing waits
-//   for more traffic, only for the end of the call that produced it.
-// - one datagram per system call (Windows, where Asio uses IOCP, and batchedIo off): an
-//   overlapped receive and a non-blocking drain; sends go out as the engine makes them.
+// - batched (options.batchedIo on Linux): each receiver waits for readability (async_wait) and
+//   reads with recvmmsg, several datagrams per call (UDP_GRO: several per buffer); the datagrams
+//   one engine call produces are held in its shard's SendBatch and leave together at its end with
+//   sendmmsg (UDP_SEGMENT: runs to one peer as one message). No added latency: nothing waits for
+//   more traffic, only for the end of the call that produced it.
+// - one datagram per system call (Windows, where Asio uses IOCP, and batchedIo off): overlapped
+//   receives and a non-blocking drain; sends go out as the engine makes them.
 // Either way a send the socket cannot take now waits, in order, for it to become writable.
 //
 // Allocation: every Asio operation the endpoint starts (the socket's waits and receives, the
 // posted completions and flushes) takes its memory from the endpoint's HandlerMemory, recycled
-// blocks behind a mutex of their own (taken by Asio after the engine's, or alone), so a warm
+// blocks behind a mutex of their own (taken by Asio after the others, or alone), so a warm
 // endpoint allocates nothing per datagram or per completion.
 #include "ReliableUDP/Endpoint.h"
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "ReliableUDP/Detail/Sharding.h"
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
+#include "ReliableUDP/SharedAdmission.h"
 #include "TimerQueue/AsioTimerQueue.h"
 #include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/TimerQueue.h"
@@ -48,8 +72,8 @@ using Udp = boost::asio::ip::udp;
 using timerwheel::detail::HandlerMemory;
 using timerwheel::detail::WithMemory;
 
-// Datagrams waiting for the socket when a send would block; beyond this they are dropped and
-// counted (loss recovery resends what they carried).
+// Datagrams waiting for the socket when a send would block (per shard); beyond this they are
+// dropped and counted (loss recovery resends what they carried).
 constexpr std::size_t kMaxQueuedDatagrams = 4096;
 // Datagrams read per wake-up before the receive is re-armed: amortises the completion.
 constexpr int kReceiveBatch = 64;
@@ -81,15 +105,45 @@ bool IsBenignReceiveError(const boost::system::error_code& error) {
          error == boost::asio::error::host_unreachable || error == boost::asio::error::message_size;
 }
 
+bool WouldBlock(const boost::system::error_code& error) {
+  return error == boost::asio::error::would_block || error == boost::asio::error::try_again;
+}
+
+// Every field of EndpointStatistics is a count, a byte total or a table size: the endpoint's are
+// its shards' summed.
+constexpr std::size_t kStatisticsFields = sizeof(EndpointStatistics) / sizeof(std::uint64_t);
+static_assert(std::is_trivially_copyable_v<EndpointStatistics> &&
+                  sizeof(EndpointStatistics) == kStatisticsFields * sizeof(std::uint64_t),
+              "EndpointStatistics must hold only std::uint64_t fields, which Add sums");
+void Add(EndpointStatistics& total, const EndpointStatistics& part) {
+  std::array<std::uint64_t, kStatisticsFields> sum{}, add{};
+  std::memcpy(sum.data(), &total, sizeof total);
+  std::memcpy(add.data(), &part, sizeof part);
+  for (std::size_t i = 0; i < kStatisticsFields; ++i) sum[i] += add[i];
+  std::memcpy(static_cast<void*>(&total), sum.data(), sizeof total);  // trivially copyable
+}
+
+void AddCounters(udp::BatchCounters& total, const udp::BatchCounters& part) {
+  total.sendCalls += part.sendCalls;
+  total.receiveCalls += part.receiveCalls;
+  total.segmentedMessages += part.segmentedMessages;
+  total.coalescedMessages += part.coalescedMessages;
+  total.offloadRefusals += part.offloadRefusals;
+}
+
 }  // namespace
 
-class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shared_from_this<Impl> {
+class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
+                             private detail::SharedAcceptWaiters {
  public:
+  using ConnectCompletion = detail::EndpointCore::ConnectCompletion;
+
   Impl(boost::asio::io_context& ioContext, const Udp::endpoint& local,
        const EndpointOptions& options)
       : m_ioContext(ioContext),
         m_socket(ioContext),
-        m_batched(options.batchedIo && udp::BatchedSystemCallsAvailable()) {
+        m_batched(options.batchedIo && udp::BatchedSystemCallsAvailable()),
+        m_steering(options.shards) {
     m_socket.open(local.protocol());
     m_socket.bind(local);
     m_socket.non_blocking(true);
@@ -102,154 +156,396 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
       std::fprintf(stderr, "ReliableUDP: turning off %s failed: %s\n", icmp.what,
                    icmp.error.message().c_str());
     }
-    const Milliseconds maximumTimeout =
-        std::max<Milliseconds>({60'000, 2 * options.idleTimeout, options.handshakeTimeout});
-    if (options.timerQueue == TimerQueueKind::Wheel) {
-      TimerWheelOptions wheel;
-      wheel.maximumTimeout = maximumTimeout;
-      wheel.granularity = options.timerGranularity;
-      wheel.monitor = options.timerMonitor;
-      m_queue = std::make_unique<TimerWheel>(wheel, m_clock);
-      m_granularity = options.timerGranularity;
-    } else {
-      TimerQueueOptions heap;
-      heap.monitor = options.timerMonitor;
-      m_queue = std::make_unique<TimerQueue>(heap, m_clock);
-      m_granularity = 1;
+    const EndpointOptions shardOptions = detail::OptionsOfShard(options);
+    m_admission.emplace(options);
+    for (std::size_t i = 0; i < options.shards; ++i) {
+      m_shards.push_back(std::make_unique<Shard>(*this, static_cast<std::uint32_t>(i),
+                                                 static_cast<std::uint32_t>(options.shards),
+                                                 shardOptions));
     }
-    AsioTimerQueueOptions driver;
-    driver.dispatchPolicy = DispatchPolicy::WithoutLock;  // callbacks take the engine's lock
-    driver.monitor = options.timerMonitor;
-    m_timers = std::make_unique<AsioTimerQueue>(ioContext, *m_queue, driver);
-    m_engine.emplace(*this, *m_timers, m_granularity, options);
-    if (m_batched) {
-      m_sendBatch.emplace(SendBatchCapacity(options.maxDatagramSize), options.maxDatagramSize,
-                          options.segmentationOffload);
-      m_receiveBatch.emplace(kReceiveMessages);
-      if (options.receiveOffload) m_receiveBatch->EnableReceiveOffload(m_socket);
+    // One receiver with one shard: as before sharding, one read and hand-over at a time. With
+    // more, one per shard: while one reads, the others hand over to their shards in parallel.
+    for (std::size_t i = 0; i < options.shards; ++i) {
+      auto receiver = std::make_unique<Receiver>();
+      if (m_batched) {
+        receiver->batch.emplace(kReceiveMessages);
+        if (options.receiveOffload) receiver->batch->EnableReceiveOffload(m_socket);
+      } else {
+        receiver->bytes = std::make_unique<std::uint8_t[]>(kReceiveMessages * Receiver::kSlotSize);
+      }
+      m_receivers.push_back(std::move(receiver));
     }
   }
 
   ~Impl() { Close(); }
 
   void Start() {
-    std::lock_guard<std::mutex> lock(m_engine->Mutex());
-    StartReceiveLocked();
-  }
-
-  // The socket path's counters, added to the engine's.
-  void AddSocketCounters(EndpointStatistics& stats) const {
-    udp::BatchCounters counters = m_unbatchedCounters;
-    for (const udp::BatchCounters* batch :
-         {m_sendBatch ? &m_sendBatch->Counters() : nullptr,
-          m_receiveBatch ? &m_receiveBatch->Counters() : nullptr}) {
-      if (batch == nullptr) continue;
-      counters.sendCalls += batch->sendCalls;
-      counters.receiveCalls += batch->receiveCalls;
-      counters.segmentedMessages += batch->segmentedMessages;
-      counters.coalescedMessages += batch->coalescedMessages;
-      counters.offloadRefusals += batch->offloadRefusals;
-    }
-    stats.sendSystemCalls = counters.sendCalls;
-    stats.receiveSystemCalls = counters.receiveCalls;
-    stats.segmentedSends = counters.segmentedMessages;
-    stats.coalescedReceives = counters.coalescedMessages;
-    stats.offloadRefusals = counters.offloadRefusals;
-  }
-
-  detail::LockedEngine& Engine() { return *m_engine; }
-
-  std::shared_ptr<detail::LockedEngine> SharedEngine() {
-    return std::shared_ptr<detail::LockedEngine>(shared_from_this(), &*m_engine);
+    std::lock_guard<std::mutex> lock(m_socketMutex);
+    ArmLocked();
   }
 
   Udp::endpoint LocalEndpoint() {
-    std::lock_guard<std::mutex> lock(m_engine->Mutex());
+    std::lock_guard<std::mutex> lock(m_socketMutex);
     boost::system::error_code error;
     return m_socket.local_endpoint(error);
   }
 
   void Close() {
     {
-      std::lock_guard<std::mutex> lock(m_engine->Mutex());
+      std::vector<std::unique_lock<std::mutex>> shardLocks;
+      for (auto& shard : m_shards) shardLocks.emplace_back(shard->Engine().Mutex());
       if (m_closed) return;
+      for (auto& shard : m_shards) {
+        shard->Engine().Core().Shutdown();  // destroys every timer
+        // What Shutdown sent (closes) leaves before the socket goes (it may take m_socketMutex).
+        shard->FlushLocked();
+      }
+      std::lock_guard<std::mutex> lock(m_socketMutex);
       m_closed = true;
-      m_engine->Core().Shutdown();  // destroys every timer
-      FlushLocked();                // what Shutdown sent (closes) leaves before the socket goes
       boost::system::error_code ignored;
-      m_socket.close(ignored);  // the pending receive completes with operation_aborted
+      m_socket.close(ignored);  // the pending receives complete with operation_aborted
       m_receiveBackoff.Cancel();
     }
-    // No timer callback runs after this (one already running finds the core shut down).
-    m_timers->BeginShutdown();
-    m_timers->WaitForShutdownToComplete(std::chrono::minutes(1));
+    std::deque<ConnectCompletion> waiters;
+    {
+      std::lock_guard<std::mutex> lock(m_acceptMutex);
+      m_acceptClosed = true;
+      waiters.swap(m_acceptWaiters);
+    }
+    for (auto& waiter : waiters)
+      PostConnect(std::move(waiter), detail::EngineError::EndpointClosed);
+    // No timer callback runs after this (one already running finds its core shut down).
+    for (auto& shard : m_shards) shard->ShutDownTimers();
   }
 
-  // IEndpointIo ------------------------------------------------------------------------------
+  void Connect(const Udp::endpoint& remote, ConnectHandler handler) {
+    Shard& shard = *m_shards[m_nextConnectShard.fetch_add(1) % m_shards.size()];
+    detail::LockedEngine::Call call(shard.Engine());
+    shard.Engine().Core().Connect(detail::ToAddress(remote), Wrap(std::move(handler)));
+  }
 
-  void SendDatagram(const detail::Address& address, const std::uint8_t* data,
-                    std::size_t size) override {
-    if (m_closed) return;
-    const Udp::endpoint to = detail::ToUdpEndpoint(address);
-    if (m_sendBatch) {
-      if (m_sendBatch->Full()) FlushLocked();
-      if (m_sendBatch->Full()) {  // the socket is full and so is the batch: like a loss
-        ++m_engine->Core().Context().stats.sendErrors;
+  void Accept(ConnectHandler handler) {
+    {
+      std::lock_guard<std::mutex> lock(m_acceptMutex);
+      if (!m_acceptClosed) {
+        m_acceptWaiters.push_back(Wrap(std::move(handler)));
+      } else {
+        PostConnect(Wrap(std::move(handler)), detail::EngineError::EndpointClosed);
         return;
       }
-      m_sendBatch->Add(to, data, size);
-      return;
     }
-    if (m_queuedHead == m_queuedCount) {
-      boost::system::error_code error;
-      ++m_unbatchedCounters.sendCalls;
-      m_socket.send_to(boost::asio::buffer(data, size), to, 0, error);
-      if (!error) return;
-      if (error != boost::asio::error::would_block && error != boost::asio::error::try_again) {
-        ++m_engine->Core().Context().stats.sendErrors;  // e.g. no route: like a loss on the path
-        return;
+    // The waiter is published before the sweep: a connection established in a shard after the
+    // sweep passed it finds the waiter there (AfterAccept asks TakeWaiter).
+    for (auto& shard : m_shards) {
+      detail::LockedEngine::Call call(shard->Engine());
+      auto& core = shard->Engine().Core();
+      while (core.HasAcceptable()) {
+        ConnectCompletion waiter;
+        if (!TakeWaiter(waiter)) return;
+        core.Accept(std::move(waiter));
       }
     }
-    // The socket buffer is full: keep the datagram (in order) until the socket can take it.
-    auto& stats = m_engine->Core().Context().stats;
-    ++stats.sendWouldBlock;
-    if (m_queuedCount - m_queuedHead >= kMaxQueuedDatagrams) {
-      ++stats.sendErrors;
-      return;
-    }
-    if (m_queuedCount == m_queued.size() && m_queuedHead > 0) {
-      // Reuse the slots already sent: move the waiting ones to the front. The one being sent
-      // keeps its byte buffer (vectors are swapped, not copied), so its send is unaffected.
-      std::rotate(m_queued.begin(), m_queued.begin() + static_cast<std::ptrdiff_t>(m_queuedHead),
-                  m_queued.end());
-      m_queuedCount -= m_queuedHead;
-      m_queuedHead = 0;
-    }
-    if (m_queuedCount == m_queued.size()) m_queued.emplace_back();
-    QueuedDatagram& queued = m_queued[m_queuedCount++];
-    queued.to = to;
-    queued.bytes.assign(data, data + size);  // capacity is reused after the first time
-    if (!m_sending) SendQueuedLocked();
   }
 
-  void Flush(BatchEnd end) override {
-    if (m_closed || !m_sendBatch || m_sendBatch->Empty()) return;
-    if (end == BatchEnd::Call) return FlushLocked();
-    // A timer expiry: the timer driver runs every due expiry in one handler, so a flush queued
-    // behind it sends what all of them produced together (e.g. the delayed ACKs of many
-    // connections) without delaying any past the end of that dispatch.
-    if (m_flushQueued) return;
-    m_flushQueued = true;
-    boost::asio::post(m_ioContext, WithMemory(m_handlerMemory, [self = shared_from_this()] {
-                        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-                        self->m_flushQueued = false;
-                        if (!self->m_closed) self->FlushLocked();
-                      }));
+  EndpointStatistics Statistics() {
+    EndpointStatistics total;
+    udp::BatchCounters counters;
+    for (auto& shard : m_shards) {
+      std::lock_guard<std::mutex> lock(shard->Engine().Mutex());
+      Add(total, shard->Engine().Core().Statistics());
+      total.lockWaitMicroseconds += shard->Engine().WaitMicroseconds();
+      AddCounters(counters, shard->Counters());
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_socketMutex);
+      for (auto& receiver : m_receivers) {
+        AddCounters(counters, receiver->counters);
+        if (receiver->batch) AddCounters(counters, receiver->batch->Counters());
+      }
+      total.receiveErrorsIgnored += m_receiveErrors;
+    }
+    total.admissionAddresses = m_admission->TrackedAddresses();  // shared: not a sum
+    total.sendSystemCalls = counters.sendCalls;
+    total.receiveSystemCalls = counters.receiveCalls;
+    total.segmentedSends = counters.segmentedMessages;
+    total.coalescedReceives = counters.coalescedMessages;
+    total.offloadRefusals = counters.offloadRefusals;
+    return total;
   }
 
-  detail::Microseconds Now() const override { return TransportClock::Now(); }
+ private:
+  // One shard: an engine, its timers and its send path (the engine's IEndpointIo).
+  class Shard final : public detail::IEndpointIo {
+   public:
+    Shard(Impl& owner, std::uint32_t index, std::uint32_t count, const EndpointOptions& options)
+        : m_owner(owner) {
+      const Milliseconds maximumTimeout =
+          std::max<Milliseconds>({60'000, 2 * options.idleTimeout, options.handshakeTimeout});
+      if (options.timerQueue == TimerQueueKind::Wheel) {
+        TimerWheelOptions wheel;
+        wheel.maximumTimeout = maximumTimeout;
+        wheel.granularity = options.timerGranularity;
+        wheel.monitor = options.timerMonitor;
+        m_queue = std::make_unique<TimerWheel>(wheel, m_clock);
+        m_granularity = options.timerGranularity;
+      } else {
+        TimerQueueOptions heap;
+        heap.monitor = options.timerMonitor;
+        m_queue = std::make_unique<TimerQueue>(heap, m_clock);
+        m_granularity = 1;
+      }
+      AsioTimerQueueOptions driver;
+      driver.dispatchPolicy = DispatchPolicy::WithoutLock;  // callbacks take the shard's lock
+      driver.monitor = options.timerMonitor;
+      m_timers = std::make_unique<AsioTimerQueue>(owner.m_ioContext, *m_queue, driver);
+      detail::ShardRole role;
+      role.index = index;
+      role.count = count;
+      role.acceptWaiters = &owner;
+      role.admission = &*owner.m_admission;
+      m_engine.emplace(*this, *m_timers, m_granularity, options, role);
+      if (owner.m_batched) {
+        m_sendBatch.emplace(SendBatchCapacity(options.maxDatagramSize), options.maxDatagramSize,
+                            options.segmentationOffload);
+      }
+    }
 
-  void Post(detail::Completion handler, detail::EngineError error) override {
+    detail::LockedEngine& Engine() { return *m_engine; }
+
+    // Turns (Impl::TakeTicketsLocked): handed out under the owner's m_socketMutex in the order
+    // the socket was read, served in that order under this shard's mutex. Every ticket taken is
+    // served, after Close too (then without work), or the reads after it would wait for ever.
+    std::uint64_t TakeTicket() { return m_ticketsIssued++; }
+    template <class Work>
+    void InTurn(std::uint64_t ticket, Work&& work) {
+      std::unique_lock<std::mutex> lock = m_engine->Lock();
+      if (m_serving != ticket) {  // an earlier read's datagrams for this shard come first
+        const auto start = std::chrono::steady_clock::now();
+        m_turn.wait(lock, [&] { return m_serving == ticket; });
+        m_engine->AddWait(start);
+      }
+      if (!m_owner.m_closed) {
+        work(m_engine->Core());
+        Flush(BatchEnd::Call);  // as LockedEngine::Call does
+      }
+      ++m_serving;
+      lock.unlock();
+      m_turn.notify_all();
+    }
+
+    const udp::BatchCounters& Counters() const {  // with the shard's lock held
+      if (m_sendBatch) return m_sendBatch->Counters();
+      return m_counters;
+    }
+
+    void ShutDownTimers() {
+      m_timers->BeginShutdown();
+      m_timers->WaitForShutdownToComplete(std::chrono::minutes(1));
+    }
+
+    // Hands the held datagrams to the socket; what it cannot take now waits for it to be
+    // writable. With the shard's lock held.
+    void FlushLocked() {
+      if (!m_sendBatch || m_sendBatch->Empty() || m_waitingWritable || m_owner.m_closed) return;
+      const udp::SendBatch::FlushResult result = m_sendBatch->Flush(m_owner.m_socket);
+      auto& stats = m_engine->Core().Context().stats;
+      stats.sendErrors += result.failed;
+      if (!result.wouldBlock) return;
+      ++stats.sendWouldBlock;
+      m_waitingWritable = true;
+      std::lock_guard<std::mutex> lock(m_owner.m_socketMutex);
+      if (m_owner.m_closed) return;
+      m_owner.m_socket.async_wait(
+          Udp::socket::wait_write,
+          WithMemory(m_owner.m_handlerMemory,
+                     [self = m_owner.shared_from_this(), this](const boost::system::error_code&) {
+                       const auto shardLock = m_engine->Lock();
+                       m_waitingWritable = false;
+                       FlushLocked();
+                     }));
+    }
+
+    // IEndpointIo ----------------------------------------------------------------------------
+
+    void SendDatagram(const detail::Address& address, const std::uint8_t* data,
+                      std::size_t size) override {
+      if (m_owner.m_closed) return;
+      const Udp::endpoint to = detail::ToUdpEndpoint(address);
+      auto& stats = m_engine->Core().Context().stats;
+      if (m_sendBatch) {
+        if (m_sendBatch->Full()) FlushLocked();
+        if (m_sendBatch->Full()) {  // the socket is full and so is the batch: like a loss
+          ++stats.sendErrors;
+          return;
+        }
+        m_sendBatch->Add(to, data, size);
+        return;
+      }
+      if (m_queuedHead == m_queuedCount) {
+        boost::system::error_code error;
+        ++m_counters.sendCalls;
+        m_owner.m_socket.send_to(boost::asio::buffer(data, size), to, 0, error);
+        if (!error) return;
+        if (!WouldBlock(error)) {
+          ++stats.sendErrors;  // e.g. no route: like a loss on the path
+          return;
+        }
+      }
+      // The socket buffer is full: keep the datagram (in order) until the socket can take it.
+      ++stats.sendWouldBlock;
+      if (m_queuedCount - m_queuedHead >= kMaxQueuedDatagrams) {
+        ++stats.sendErrors;
+        return;
+      }
+      if (m_queuedCount == m_queued.size() && m_queuedHead > 0) {
+        // Reuse the slots already sent: move the waiting ones to the front. The one being sent
+        // keeps its byte buffer (vectors are swapped, not copied), so its send is unaffected.
+        std::rotate(m_queued.begin(), m_queued.begin() + static_cast<std::ptrdiff_t>(m_queuedHead),
+                    m_queued.end());
+        m_queuedCount -= m_queuedHead;
+        m_queuedHead = 0;
+      }
+      if (m_queuedCount == m_queued.size()) m_queued.emplace_back();
+      QueuedDatagram& queued = m_queued[m_queuedCount++];
+      queued.to = to;
+      queued.bytes.assign(data, data + size);  // capacity is reused after the first time
+      if (!m_sending) SendQueuedLocked();
+    }
+
+    void Flush(BatchEnd end) override {
+      if (m_owner.m_closed || !m_sendBatch || m_sendBatch->Empty()) return;
+      if (end == BatchEnd::Call) return FlushLocked();
+      // A timer expiry: the timer driver runs every due expiry in one handler, so a flush queued
+      // behind it sends what all of them produced together (e.g. the delayed ACKs of many
+      // connections) without delaying any past the end of that dispatch.
+      if (m_flushQueued) return;
+      m_flushQueued = true;
+      boost::asio::post(m_owner.m_ioContext, WithMemory(m_owner.m_handlerMemory,
+                                                        [self = m_owner.shared_from_this(), this] {
+                                                          const auto lock = m_engine->Lock();
+                                                          m_flushQueued = false;
+                                                          FlushLocked();
+                                                        }));
+    }
+
+    detail::Microseconds Now() const override { return TransportClock::Now(); }
+
+    void Post(detail::Completion handler, detail::EngineError error) override {
+      m_owner.PostCompletion(std::move(handler), error);
+    }
+
+   private:
+    struct QueuedDatagram {
+      Udp::endpoint to;
+      std::vector<std::uint8_t> bytes;
+    };
+
+    void SendQueuedLocked() {
+      if (m_queuedHead == m_queuedCount) {
+        m_queuedHead = m_queuedCount = 0;
+        m_sending = false;
+        return;
+      }
+      std::lock_guard<std::mutex> lock(m_owner.m_socketMutex);
+      if (m_owner.m_closed) return;
+      m_sending = true;
+      ++m_counters.sendCalls;
+      QueuedDatagram& next = m_queued[m_queuedHead];
+      m_owner.m_socket.async_send_to(
+          boost::asio::buffer(next.bytes), next.to,
+          WithMemory(m_owner.m_handlerMemory,
+                     [self = m_owner.shared_from_this(), this](
+                         const boost::system::error_code& error, std::size_t) {
+                       const auto shardLock = m_engine->Lock();
+                       if (m_owner.m_closed) return;
+                       if (error) ++m_engine->Core().Context().stats.sendErrors;
+                       ++m_queuedHead;
+                       SendQueuedLocked();
+                     }));
+    }
+
+    Impl& m_owner;
+    TransportClock m_clock;
+    std::unique_ptr<IManageTimerQueue> m_queue;
+    std::unique_ptr<AsioTimerQueue> m_timers;
+    Milliseconds m_granularity = 1;
+    std::optional<detail::LockedEngine> m_engine;
+    std::optional<udp::SendBatch> m_sendBatch;  // batched path only
+    bool m_waitingWritable = false;             // a wait_write is pending; it flushes the batch
+    bool m_flushQueued = false;                 // a flush is posted behind the timer dispatch
+    udp::BatchCounters m_counters;              // the unbatched path's sends
+    std::vector<QueuedDatagram> m_queued;       // [m_queuedHead, m_queuedCount) wait to be sent
+    std::size_t m_queuedHead = 0;
+    std::size_t m_queuedCount = 0;
+    bool m_sending = false;
+    std::uint64_t m_ticketsIssued = 0;  // under the owner's m_socketMutex
+    std::uint64_t m_serving = 0;        // the ticket whose turn it is
+    std::condition_variable m_turn;     // m_serving moved on
+  };
+
+  // A set of buffers one read of the socket fills: a ReceiveBatch (batched path), or up to
+  // kReceiveMessages datagrams, the first from an overlapped receive and the rest drained. At most
+  // one receiver reads or waits on the socket at a time, so the datagrams of consecutive reads
+  // are in arrival order; the shards' tickets (TakeTicketsLocked) keep that order while several
+  // receivers hand their datagrams over in parallel.
+  struct Receiver {
+    Receiver() {
+      shardOf.reserve(kReceiveMessages * 64);  // a full batch of full GRO messages
+    }
+    template <class Visit>
+    void ForEachDatagram(Visit&& visit) const {
+      if (batch) return batch->ForEachDatagram(visit);
+      for (std::size_t i = 0; i < count; ++i) visit(senders[i], Slot(i), sizes[i]);
+    }
+    std::uint8_t* Slot(std::size_t i) const { return bytes.get() + i * kSlotSize; }
+
+    static constexpr std::size_t kSlotSize = 65536;
+    std::optional<udp::ReceiveBatch> batch;  // batched path only
+    std::unique_ptr<std::uint8_t[]> bytes;   // unbatched path only: kReceiveMessages slots
+    std::array<Udp::endpoint, kReceiveMessages> senders;
+    std::array<std::size_t, kReceiveMessages> sizes{};
+    std::size_t count = 0;
+    udp::BatchCounters counters;  // the unbatched path's receives
+    bool busy = false;            // reading, waiting or handing over (under m_socketMutex)
+    // The hand-over (TakeTicketsLocked): the shard of each datagram (kResetShard: by its
+    // token), the shards it has datagrams for, and its turn in each of them.
+    std::vector<std::uint8_t> shardOf;
+    std::uint64_t shards = 0;
+    std::array<std::uint64_t, 64> tickets{};
+  };
+  static constexpr std::uint8_t kResetShard = 0xff;
+  static constexpr std::uint8_t kHandled = 0xfe;
+
+  // SharedAcceptWaiters: a shard's connection was established (the shard's lock is held).
+  bool TakeWaiter(ConnectCompletion& waiter) override {
+    std::lock_guard<std::mutex> lock(m_acceptMutex);
+    if (m_acceptWaiters.empty()) return false;
+    waiter = std::move(m_acceptWaiters.front());
+    m_acceptWaiters.pop_front();
+    return true;
+  }
+
+  // Wraps a user's handler so that it receives a public Connection, tied to its shard's engine.
+  ConnectCompletion Wrap(ConnectHandler handler) {
+    return [self = shared_from_this(), handler = std::move(handler)](
+               detail::EngineError error, std::shared_ptr<detail::ConnectionCore> state) mutable {
+      std::shared_ptr<Connection> connection;
+      if (state) {
+        Shard& shard = *self->m_shards[state->LocalId() % self->m_shards.size()];
+        connection = std::make_shared<Connection>(
+            std::shared_ptr<detail::LockedEngine>(self, &shard.Engine()), std::move(state));
+      }
+      handler(detail::ToErrorCode(error), std::move(connection));
+    };
+  }
+
+  void PostConnect(ConnectCompletion completion, detail::EngineError error) {
+    boost::asio::post(m_ioContext, [completion = std::move(completion), error]() mutable {
+      completion(error, nullptr);
+    });
+  }
+
+  void PostCompletion(detail::Completion handler, detail::EngineError error) {
     // The posted operation lives in m_handlerMemory, so it holds the endpoint. Not while the
     // endpoint is being destroyed (a failed construction): then from the heap, holding nothing.
     if (std::shared_ptr<Impl> self = weak_from_this().lock()) {
@@ -263,151 +559,184 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
                       [handler = std::move(handler), error]() mutable { handler(error); });
   }
 
- private:
-  struct QueuedDatagram {
-    Udp::endpoint to;
-    std::vector<std::uint8_t> bytes;
-  };
-
-  void StartReceiveLocked() {
-    if (m_receiveBatch) {
-      m_socket.async_wait(Udp::socket::wait_read,
-                          WithMemory(m_handlerMemory, [self = shared_from_this()](
-                                                          const boost::system::error_code& error) {
-                            self->OnReadable(error);
-                          }));
-      return;
+  // Starts the next read of the socket on a free receiver, unless one is under way (or every
+  // receiver is handing over: the first to finish starts it). Under m_socketMutex.
+  void ArmLocked() {
+    if (m_closed || m_reading) return;
+    Receiver* free = nullptr;
+    for (auto& receiver : m_receivers) {
+      if (!receiver->busy) {
+        free = receiver.get();
+        break;
+      }
     }
-    m_socket.async_receive_from(
-        boost::asio::buffer(m_receiveBuffer), m_sender,
-        WithMemory(m_handlerMemory, [self = shared_from_this()](
-                                        const boost::system::error_code& error, std::size_t size) {
-          self->OnReceive(error, size);
-        }));
+    if (free == nullptr) return;
+    Receiver& receiver = *free;
+    receiver.busy = true;
+    m_reading = true;
+    if (receiver.batch && m_moreToRead) {
+      // Asio's epoll reactor is edge-triggered and does not read ahead for a wait, so a wait
+      // would sleep until the next datagram arrives: read again through the io_context's queue,
+      // after whatever else is ready (fair to timers and other sockets).
+      boost::asio::post(m_ioContext,
+                        WithMemory(m_handlerMemory, [self = shared_from_this(), &receiver] {
+                          self->OnReadable(receiver, boost::system::error_code());
+                        }));
+    } else if (receiver.batch) {
+      m_socket.async_wait(Udp::socket::wait_read,
+                          WithMemory(m_handlerMemory, [self = shared_from_this(), &receiver](
+                                                          const boost::system::error_code& error) {
+                            self->OnReadable(receiver, error);
+                          }));
+    } else {
+      m_socket.async_receive_from(
+          boost::asio::buffer(receiver.Slot(0), Receiver::kSlotSize), receiver.senders[0],
+          WithMemory(m_handlerMemory,
+                     [self = shared_from_this(), &receiver](const boost::system::error_code& error,
+                                                            std::size_t size) {
+                       self->OnReceive(receiver, error, size);
+                     }));
+    }
+  }
+
+  // The read failed: counted, and re-armed at once while errors are isolated, with a growing
+  // delay while they persist (stopping would strand every connection). Under m_socketMutex.
+  void OnReadErrorLocked(Receiver& receiver) {
+    ++m_receiveErrors;
+    receiver.busy = false;
+    m_receiveBackoff.OnError([self = shared_from_this()] {
+      std::lock_guard<std::mutex> lock(self->m_socketMutex);
+      self->ArmLocked();
+    });
   }
 
   // The batched path: the socket has something to read (or failed).
-  void OnReadable(const boost::system::error_code& waitError) {
-    detail::LockedEngine::Call call(*m_engine);
-    if (m_closed || waitError == boost::asio::error::operation_aborted) return;
-    auto& core = m_engine->Core();
-    auto& stats = core.Context().stats;
-    int datagrams = 0;
-    bool failing = static_cast<bool>(waitError);
-    bool drained = false;
-    while (!failing && datagrams < kReceiveBatch && !m_closed) {
-      boost::system::error_code error;
-      if (m_receiveBatch->Receive(m_socket, error) == 0) {
-        if (error == boost::asio::error::would_block || error == boost::asio::error::try_again) {
-          drained = true;
-          break;
+  void OnReadable(Receiver& receiver, const boost::system::error_code& waitError) {
+    {
+      std::lock_guard<std::mutex> lock(m_socketMutex);
+      m_reading = false;
+      if (m_closed || waitError == boost::asio::error::operation_aborted) {
+        receiver.busy = false;
+        return;
+      }
+      if (waitError) return OnReadErrorLocked(receiver);
+      std::size_t messages = 0;
+      for (;;) {
+        boost::system::error_code error;
+        messages = receiver.batch->Receive(m_socket, error);
+        if (messages != 0) break;
+        if (WouldBlock(error)) {  // a spurious wake-up, or another read took it: wait again
+          m_moreToRead = false;
+          receiver.busy = false;
+          return ArmLocked();
         }
-        ++stats.receiveErrorsIgnored;
-        failing = !IsBenignReceiveError(error);
-        continue;
+        if (!IsBenignReceiveError(error)) return OnReadErrorLocked(receiver);
+        ++m_receiveErrors;  // an ICMP report: skipped
       }
       m_receiveBackoff.OnReceived();
-      m_receiveBatch->ForEachDatagram(
-          [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
-            ++datagrams;
-            if (!m_closed) core.OnDatagram(detail::ToAddress(from), data, size);
-          });
+      m_moreToRead = messages == kReceiveMessages;
+      TakeTicketsLocked(receiver);
+      ArmLocked();  // the next read, on another receiver, while this one hands over
     }
-    if (m_closed) return;
-    if (failing) {
-      // As on the other path: count it and wait again, with a growing delay while it persists.
-      if (waitError) ++stats.receiveErrorsIgnored;
-      m_receiveBackoff.OnError([self = shared_from_this()] {
-        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-        if (!self->m_closed) self->StartReceiveLocked();
-      });
-      return;
-    }
-    if (drained) return StartReceiveLocked();
-    // More is waiting. Asio's epoll reactor is edge-triggered and does not read ahead for a wait,
-    // so a new async_wait would sleep until the next datagram arrives: continue through the
-    // io_context's queue instead, after whatever else is ready (fair to timers and other sockets).
-    boost::asio::post(m_ioContext, WithMemory(m_handlerMemory, [self = shared_from_this()] {
-                        self->OnReadable(boost::system::error_code());
-                      }));
+    HandOver(receiver);
   }
 
-  // Hands the held datagrams to the socket; what it cannot take now waits for it to be writable.
-  void FlushLocked() {
-    if (!m_sendBatch || m_sendBatch->Empty() || m_waitingWritable) return;
-    const udp::SendBatch::FlushResult result = m_sendBatch->Flush(m_socket);
-    auto& stats = m_engine->Core().Context().stats;
-    stats.sendErrors += result.failed;
-    if (!result.wouldBlock) return;
-    ++stats.sendWouldBlock;
-    m_waitingWritable = true;
-    m_socket.async_wait(
-        Udp::socket::wait_write,
-        WithMemory(m_handlerMemory, [self = shared_from_this()](const boost::system::error_code&) {
-          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-          self->m_waitingWritable = false;
-          if (!self->m_closed) self->FlushLocked();
-        }));
-  }
-
-  void OnReceive(const boost::system::error_code& error, std::size_t size) {
-    detail::LockedEngine::Call call(*m_engine);
-    if (m_closed || error == boost::asio::error::operation_aborted) return;
-    auto& core = m_engine->Core();
-    auto& stats = core.Context().stats;
-    if (!error) {
-      ++m_unbatchedCounters.receiveCalls;
+  // The unbatched path: one datagram arrived (or the receive failed).
+  void OnReceive(Receiver& receiver, const boost::system::error_code& error, std::size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(m_socketMutex);
+      m_reading = false;
+      if (m_closed || error == boost::asio::error::operation_aborted) {
+        receiver.busy = false;
+        return;
+      }
+      if (error) return OnReadErrorLocked(receiver);
       m_receiveBackoff.OnReceived();
-      core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), size);
-    } else {
-      // Benign (an ICMP report) or not, stopping would strand every connection: count it and
-      // re-arm, at once while errors are isolated, with a growing delay while they persist.
-      ++stats.receiveErrorsIgnored;
-      m_receiveBackoff.OnError([self = shared_from_this()] {
-        std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-        if (!self->m_closed) self->StartReceiveLocked();
-      });
-      return;
-    }
-    // Drain what else is already there without another trip through the reactor or IOCP.
-    for (int i = 1; i < kReceiveBatch && !m_closed; ++i) {
-      boost::system::error_code drainError;
-      const std::size_t drained =
-          m_socket.receive_from(boost::asio::buffer(m_receiveBuffer), m_sender, 0, drainError);
-      if (drainError == boost::asio::error::would_block ||
-          drainError == boost::asio::error::try_again) {
-        break;
+      ++receiver.counters.receiveCalls;
+      receiver.sizes[0] = size;
+      receiver.count = 1;
+      // Drain what else is already there without another trip through the reactor or IOCP,
+      // before the next receive starts: the datagrams stay in arrival order.
+      for (int attempts = 1; receiver.count < kReceiveMessages && attempts < kReceiveBatch;
+           ++attempts) {
+        const std::size_t slot = receiver.count;
+        boost::system::error_code drainError;
+        const std::size_t drained =
+            m_socket.receive_from(boost::asio::buffer(receiver.Slot(slot), Receiver::kSlotSize),
+                                  receiver.senders[slot], 0, drainError);
+        if (WouldBlock(drainError)) break;
+        if (drainError) {
+          ++m_receiveErrors;
+          if (!IsBenignReceiveError(drainError)) break;
+          continue;
+        }
+        ++receiver.counters.receiveCalls;
+        receiver.sizes[slot] = drained;
+        ++receiver.count;
       }
-      if (drainError) {
-        ++stats.receiveErrorsIgnored;
-        if (!IsBenignReceiveError(drainError)) break;
-        continue;
-      }
-      ++m_unbatchedCounters.receiveCalls;
-      core.OnDatagram(detail::ToAddress(m_sender), m_receiveBuffer.data(), drained);
+      TakeTicketsLocked(receiver);
+      ArmLocked();
     }
-    if (!m_closed) StartReceiveLocked();
+    HandOver(receiver);
   }
 
-  void SendQueuedLocked() {
-    if (m_queuedHead == m_queuedCount) {
-      m_queuedHead = m_queuedCount = 0;
-      m_sending = false;
-      return;
+  // Which shard each datagram of the receiver's read goes to, and the read's turn in each of
+  // those shards: turns are taken here, under m_socketMutex, in the order reads happen. A Reset
+  // (which names the peer's connection ID, not ours) takes a turn in every shard and goes to the
+  // one that knows its token. Under m_socketMutex.
+  void TakeTicketsLocked(Receiver& receiver) {
+    receiver.shardOf.clear();
+    receiver.shards = 0;
+    bool reset = false;
+    receiver.ForEachDatagram(
+        [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
+          const std::size_t shard = m_steering.ShardOf(detail::ToAddress(from), data, size);
+          if (shard == detail::ShardSteering::kByResetToken) {
+            receiver.shardOf.push_back(kResetShard);
+            reset = true;
+            return;
+          }
+          receiver.shardOf.push_back(static_cast<std::uint8_t>(shard));
+          receiver.shards |= std::uint64_t{1} << shard;
+        });
+    if (reset) {
+      receiver.shards =
+          m_shards.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << m_shards.size()) - 1;
     }
-    m_sending = true;
-    ++m_unbatchedCounters.sendCalls;
-    QueuedDatagram& next = m_queued[m_queuedHead];
-    m_socket.async_send_to(
-        boost::asio::buffer(next.bytes), next.to,
-        WithMemory(m_handlerMemory, [self = shared_from_this()](
-                                        const boost::system::error_code& error, std::size_t) {
-          std::lock_guard<std::mutex> lock(self->m_engine->Mutex());
-          if (self->m_closed) return;
-          if (error) ++self->m_engine->Core().Context().stats.sendErrors;
-          ++self->m_queuedHead;
-          self->SendQueuedLocked();
-        }));
+    for (std::size_t shard = 0; shard < m_shards.size(); ++shard) {
+      if ((receiver.shards >> shard) & 1) receiver.tickets[shard] = m_shards[shard]->TakeTicket();
+    }
+  }
+
+  // Hands the receiver's datagrams to their shards' engines, each shard's in its turn (so a
+  // connection's datagrams reach it in arrival order), then frees the receiver. Each shard's
+  // lock is taken once for all of its datagrams, and its sends leave together at the end.
+  void HandOver(Receiver& receiver) {
+    const std::size_t last = m_shards.size() - 1;
+    for (std::size_t index = 0; index <= last; ++index) {
+      if (((receiver.shards >> index) & 1) == 0) continue;
+      Shard& shard = *m_shards[index];
+      shard.InTurn(receiver.tickets[index], [&](detail::EndpointCore& core) {
+        std::size_t i = 0;
+        receiver.ForEachDatagram(
+            [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
+              std::uint8_t& target = receiver.shardOf[i++];
+              if (target == kResetShard) {
+                detail::ResetToken token{};
+                const bool known = detail::ShardSteering::ResetTokenOf(data, size, token) &&
+                                   core.KnowsResetToken(token);
+                if (!known && index != last) return;  // another shard's, or nobody's (counted last)
+                target = kHandled;
+              } else if (target != index) {
+                return;
+              }
+              core.OnDatagram(detail::ToAddress(from), data, size);
+            });
+      });
+    }
+    std::lock_guard<std::mutex> lock(m_socketMutex);
+    receiver.busy = false;
+    ArmLocked();  // if every receiver was busy, the read waits for this one
   }
 
   // First, so last to go: the operations of every handler below live here.
@@ -415,24 +744,21 @@ class Endpoint::Impl final : public detail::IEndpointIo, public std::enable_shar
   boost::asio::io_context& m_ioContext;
   Udp::socket m_socket;
   const bool m_batched;
-  std::optional<udp::SendBatch> m_sendBatch;        // batched path only
-  std::optional<udp::ReceiveBatch> m_receiveBatch;  // batched path only
-  bool m_waitingWritable = false;                   // a wait_write is pending; it flushes the batch
-  bool m_flushQueued = false;                       // a flush is posted behind the timer dispatch
-  udp::BatchCounters m_unbatchedCounters;
-  udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // after m_socket
-  TransportClock m_clock;
-  std::unique_ptr<IManageTimerQueue> m_queue;
-  std::unique_ptr<AsioTimerQueue> m_timers;
-  Milliseconds m_granularity = 1;
-  std::optional<detail::LockedEngine> m_engine;
+  const detail::ShardSteering m_steering;
+  std::optional<detail::SharedAdmission> m_admission;  // the shards' (thread-safe)
+  std::mutex m_socketMutex;
+  // Set under every shard's mutex and m_socketMutex: read under either.
   bool m_closed = false;
-  std::array<std::uint8_t, 65536> m_receiveBuffer{};
-  Udp::endpoint m_sender;
-  std::vector<QueuedDatagram> m_queued;  // [m_queuedHead, m_queuedCount) wait to be sent
-  std::size_t m_queuedHead = 0;
-  std::size_t m_queuedCount = 0;
-  bool m_sending = false;
+  std::uint64_t m_receiveErrors = 0;  // under m_socketMutex
+  bool m_reading = false;             // a receiver reads or waits (under m_socketMutex)
+  bool m_moreToRead = false;          // the last read filled its batch (under m_socketMutex)
+  udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // under m_socketMutex
+  std::vector<std::unique_ptr<Receiver>> m_receivers;
+  std::vector<std::unique_ptr<Shard>> m_shards;
+  std::atomic<std::size_t> m_nextConnectShard{0};
+  std::mutex m_acceptMutex;
+  bool m_acceptClosed = false;                    // under m_acceptMutex
+  std::deque<ConnectCompletion> m_acceptWaiters;  // under m_acceptMutex
 };
 
 Endpoint::Endpoint(boost::asio::io_context& ioContext, const Udp::endpoint& local,
@@ -445,42 +771,14 @@ Endpoint::~Endpoint() { Close(); }
 
 Udp::endpoint Endpoint::LocalEndpoint() const { return m_impl->LocalEndpoint(); }
 
-namespace {
-
-// Wraps a user's handler so that it receives a public Connection.
-detail::EndpointCore::ConnectCompletion Wrap(std::shared_ptr<detail::LockedEngine> engine,
-                                             Endpoint::ConnectHandler handler) {
-  return [engine = std::move(engine), handler = std::move(handler)](
-             detail::EngineError error, std::shared_ptr<detail::ConnectionCore> state) mutable {
-    std::shared_ptr<Connection> connection;
-    if (state) connection = std::make_shared<Connection>(engine, std::move(state));
-    handler(detail::ToErrorCode(error), std::move(connection));
-  };
-}
-
-}  // namespace
-
 void Endpoint::AsyncConnect(const Udp::endpoint& remote, ConnectHandler handler) {
-  auto& engine = m_impl->Engine();
-  detail::LockedEngine::Call call(engine);
-  engine.Core().Connect(detail::ToAddress(remote),
-                        Wrap(m_impl->SharedEngine(), std::move(handler)));
+  m_impl->Connect(remote, std::move(handler));
 }
 
-void Endpoint::AsyncAccept(ConnectHandler handler) {
-  auto& engine = m_impl->Engine();
-  detail::LockedEngine::Call call(engine);
-  engine.Core().Accept(Wrap(m_impl->SharedEngine(), std::move(handler)));
-}
+void Endpoint::AsyncAccept(ConnectHandler handler) { m_impl->Accept(std::move(handler)); }
 
 void Endpoint::Close() { m_impl->Close(); }
 
-EndpointStatistics Endpoint::GetStatistics() const {
-  auto& engine = m_impl->Engine();
-  std::lock_guard<std::mutex> lock(engine.Mutex());
-  EndpointStatistics statistics = engine.Core().Statistics();
-  m_impl->AddSocketCounters(statistics);
-  return statistics;
-}
+EndpointStatistics Endpoint::GetStatistics() const { return m_impl->Statistics(); }
 
 }  // namespace timerwheel::rudp

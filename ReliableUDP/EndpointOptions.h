@@ -114,6 +114,17 @@ struct EndpointOptions {
   bool batchedIo = true;            // recvmmsg, and sendmmsg of what one engine call produced
   bool segmentationOffload = true;  // UDP_SEGMENT (GSO) for runs to one peer; needs batchedIo
   bool receiveOffload = true;       // UDP_GRO; needs batchedIo
+  // Threads (issue 18): the endpoint's connections are split over this many shards, each with its
+  // own lock, engine and timer queue, so that datagrams of connections in different shards are
+  // handled in parallel on the io_context's threads, in arrival order within each connection. A
+  // connection lives in one shard for its life: its ID says which; handshakes are spread over the
+  // shards by a keyed hash of the client's address, port and ID. The connection limits
+  // (maxConnections, per address, per prefix, new connections per second) hold for the endpoint
+  // as a whole (passed by at most shards - 1 when shards admit at the same instant); each shard's
+  // accept queue holds up to acceptBacklog; statelessRepliesPerSecond and maxReceiveMemory are
+  // split evenly, each shard enforcing its share rounded up. 1 to 64; more shards than
+  // io_context threads buy nothing.
+  std::size_t shards = 1;
 };
 
 // A fresh X25519 key pair for a server (libsodium's random numbers): the secret key goes into the

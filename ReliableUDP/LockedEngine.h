@@ -1,6 +1,10 @@
-// The sans-I/O engine behind the one mutex that makes it safe to call from any thread.
+// The sans-I/O engine behind the mutex that makes it safe to call from any thread: one per
+// endpoint, or one per shard of an endpoint (EndpointOptions::shards).
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <mutex>
 
 #include "ReliableUDP/Detail/EndpointCore.h"
@@ -9,7 +13,8 @@
 namespace timerwheel::rudp::detail {
 
 // Ground rules (locking): Mutex() guards Core(), every ConnectionCore of it (and so the chunk
-// pool and scratch buffers they share) and, in the Asio endpoint, every operation on the socket.
+// pool and scratch buffers they share) and, in the Asio endpoint, the shard's send path (the
+// socket itself: Endpoint.cpp).
 // Endpoint and Connection take it around each call into the engine; timer expiries arrive here
 // (this is the engine's timer sink) and take it before they reach the engine. Lock order: this
 // mutex, then the timer driver's own lock (the engine arms timers from inside its calls), so the
@@ -20,14 +25,14 @@ namespace timerwheel::rudp::detail {
 class LockedEngine final : public ITimer {
  public:
   LockedEngine(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
-               const EndpointOptions& options)
-      : m_io(io), m_core(io, timers, timerGranularity, options, this) {}
+               const EndpointOptions& options, ShardRole shard = {})
+      : m_io(io), m_core(io, timers, timerGranularity, options, this, shard) {}
 
   // One call into the engine: holds the mutex; on the way out flushes the I/O, then unlocks.
   class Call {
    public:
     explicit Call(LockedEngine& engine, IEndpointIo::BatchEnd end = IEndpointIo::BatchEnd::Call)
-        : m_engine(engine), m_end(end), m_lock(engine.m_mutex) {}
+        : m_engine(engine), m_end(end), m_lock(engine.Lock()) {}
     ~Call() { m_engine.m_io.Flush(m_end); }
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -35,8 +40,30 @@ class LockedEngine final : public ITimer {
    private:
     LockedEngine& m_engine;
     IEndpointIo::BatchEnd m_end;
-    std::lock_guard<std::mutex> m_lock;  // released after the destructor's body: after Flush
+    std::unique_lock<std::mutex> m_lock;  // released after the destructor's body: after Flush
   };
+
+  // The mutex, locked; the time spent waiting for it is counted (WaitMicroseconds). Only a lock
+  // that is not free at once reads the clock.
+  std::unique_lock<std::mutex> Lock() {
+    std::unique_lock<std::mutex> lock(m_mutex, std::try_to_lock);
+    if (lock.owns_lock()) return lock;
+    const auto start = std::chrono::steady_clock::now();
+    lock.lock();
+    AddWait(start);
+    return lock;
+  }
+  // Counts the time since `start` as waiting for this engine (a lock, or a turn).
+  void AddWait(std::chrono::steady_clock::time_point start) noexcept {
+    const auto waited = std::chrono::steady_clock::now() - start;
+    m_waitMicroseconds.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(waited).count()),
+        std::memory_order_relaxed);
+  }
+  std::uint64_t WaitMicroseconds() const noexcept {
+    return m_waitMicroseconds.load(std::memory_order_relaxed);
+  }
 
   ~LockedEngine() {
     std::lock_guard<std::mutex> lock(m_mutex);
@@ -56,6 +83,7 @@ class LockedEngine final : public ITimer {
  private:
   IEndpointIo& m_io;
   std::mutex m_mutex;
+  std::atomic<std::uint64_t> m_waitMicroseconds{0};
   EndpointCore m_core;
 };
 

@@ -173,6 +173,9 @@ struct EndpointStatistics {
   std::uint64_t segmentedSends = 0;      // sends that carried several datagrams (GSO)
   std::uint64_t coalescedReceives = 0;   // receives that held several datagrams (GRO)
   std::uint64_t offloadRefusals = 0;     // GSO or GRO refused by the kernel, then off
+  // Threads (EndpointOptions::shards): time the endpoint's threads spent waiting for a shard's
+  // lock, or for their turn to hand a shard datagrams read after others, summed over threads.
+  std::uint64_t lockWaitMicroseconds = 0;
 };
 
 }  // namespace timerwheel::rudp

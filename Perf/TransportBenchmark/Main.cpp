@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   if (settings.Runs("bulk")) RunBulkTable(settings, losses);
   if (settings.Runs("sharing") && settings.sharingSeconds > 0) RunSharingTable(settings);
   if (settings.Runs("many")) RunManyTable(settings);
+  if (settings.Runs("scaling") && settings.scalingConnections > 0) RunScalingTable(settings);
   if (settings.Runs("hostile")) {
     RunHostileTable(settings);
     RunHostileSocketTable(settings);

@@ -1,6 +1,7 @@
 #include "TransportBenchmark/ManyConnectionsWorkload.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,6 +69,7 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
     std::condition_variable changed;
     std::vector<std::shared_ptr<rudp::Connection>> connections;
     std::size_t failed = 0;
+    std::string firstFailure;
     const Udp::endpoint server(boost::asio::ip::make_address_v4("127.0.0.1"), port);
     // At most kOutstanding handshakes at a time (a sliding window, not batches: a batch waits for
     // its slowest handshake, and one lost datagram costs a 333 ms initial PTO, which held a 1M
@@ -83,7 +86,7 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
           server, [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
             std::lock_guard<std::mutex> lock(mutex);
             if (ec) {
-              ++failed;
+              if (failed++ == 0) firstFailure = ec.message();
             } else {
               connections.push_back(std::move(c));
             }
@@ -94,7 +97,10 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
       std::unique_lock<std::mutex> lock(mutex);
       changed.wait_for(lock, std::chrono::seconds(60),
                        [&] { return connections.size() + failed == count; });
-      if (failed > 0) std::fprintf(stderr, "clients: %zu connections failed\n", failed);
+      if (failed > 0) {
+        std::fprintf(stderr, "clients: %zu connections failed (the first: %s)\n", failed,
+                     firstFailure.c_str());
+      }
     }
     const auto start = Clock::now();
     const auto end = start + std::chrono::duration<double>(seconds);
@@ -179,17 +185,20 @@ pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double se
 }  // namespace
 
 ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
-                const rudp::EndpointOptions& server) {
+                const rudp::EndpointOptions& server, unsigned serverThreads) {
   ManyRow row;
   row.queue = queueKind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap";
   row.connections = count;
   row.rate = rate;
+  row.serverThreads = serverThreads;
   CountingTimerQueueMonitor monitor;
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
-  std::thread thread([&] { io.run(); });
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < serverThreads; ++i) threads.emplace_back([&] { io.run(); });
   {
     rudp::EndpointOptions options = server;
+    options.shards = serverThreads;
     options.acceptIncoming = true;
     options.timerQueue = queueKind;
     options.timerMonitor = &monitor;
@@ -273,11 +282,15 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     const ServerWindowTotals totalsBefore = serverTotals();
     const std::uint64_t receivedBefore = received;
     const auto firedBefore = monitor.Fired();
+    const std::uint64_t waitBefore = server.GetStatistics().lockWaitMicroseconds;
     const double cpuBefore = ProcessCpuSeconds();
     TIMERWHEEL_CALLGRIND_WINDOW_START();
     std::this_thread::sleep_for(std::chrono::duration<double>(window));
     TIMERWHEEL_CALLGRIND_WINDOW_END();
     const double cpu = ProcessCpuSeconds() - cpuBefore;
+    const double waited =
+        static_cast<double>(server.GetStatistics().lockWaitMicroseconds - waitBefore) / 1e6;
+    row.lockWaitPercent = cpu > 0 ? 100.0 * waited / cpu : 0;
     const auto fired = monitor.Fired() - firedBefore;
     const std::uint64_t messages = received - receivedBefore;
     const std::size_t rssAfter = ResidentBytes();
@@ -294,6 +307,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     }
     row.timerFiringsPerSecond = static_cast<double>(fired) / window;
     row.messages = messages;
+    row.messagesPerSecond = static_cast<double>(messages) / window;
     row.cpuMicrosecondsPerMessage = messages > 0 ? cpu * 1e6 / static_cast<double>(messages) : 0;
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -305,13 +319,19 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     if (open != count) std::fprintf(stderr, "many: only %zu of %zu connected\n", open, count);
     kill(child, SIGTERM);
     int status = 0;
-    waitpid(child, &status, 0);
+    rusage clientUsage{};
+    wait4(child, &status, 0, &clientUsage);
+    row.clientCpuSeconds = static_cast<double>(clientUsage.ru_utime.tv_sec) +
+                           static_cast<double>(clientUsage.ru_utime.tv_usec) / 1e6 +
+                           static_cast<double>(clientUsage.ru_stime.tv_sec) +
+                           static_cast<double>(clientUsage.ru_stime.tv_usec) / 1e6;
+    row.clientSeconds = std::chrono::duration<double>(Clock::now() - connectStart).count();
     server.Close();
     // The io thread may still be running handlers that use this block's locals (an accept the
     // clients' last datagrams completed before the Close, which calls `accept` again): it must
     // be done before they go. (Once a 1M run that connected only 188k crashed here.)
     work.reset();
-    thread.join();
+    for (auto& thread : threads) thread.join();
   }
   return row;
 }

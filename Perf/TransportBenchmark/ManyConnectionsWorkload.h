@@ -27,11 +27,17 @@ struct ManyRow {
   std::uint64_t messages = 0;  // delivered to the server's application in the window
   double cpuMicrosecondsPerMessage = 0;
   Percentiles latencyMs;
+  unsigned serverThreads = 1;    // io threads running the server (and its shards)
+  double messagesPerSecond = 0;  // delivered in the window
+  double lockWaitPercent = 0;    // time waiting for a shard's lock or turn, % of server CPU
+  double clientCpuSeconds = 0;   // the clients' child process, over its whole life
+  double clientSeconds = 0;      // ... which lasted this long
 };
 
 // `server` is the server endpoint's starting options (the socket path's, for the loopback table).
+// `serverThreads` io threads run the server, whose endpoint has as many shards.
 ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
-                const rudp::EndpointOptions& server = {});
+                const rudp::EndpointOptions& server = {}, unsigned serverThreads = 1);
 
 // One row alone, for instruction counts (TransportBenchmark --many-server ...: run it under
 // `valgrind --tool=callgrind --instr-atstart=no`, which then counts the server process's

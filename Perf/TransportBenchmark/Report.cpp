@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "TransportBenchmark/BulkWorkload.h"
@@ -244,6 +245,33 @@ void RunManyTable(const Settings& settings) {
   if (settings.activeCount == 0) return;
   for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
     printMany(RunMany(kind, settings.activeCount, 1, settings.manyWindow / 2));
+  }
+}
+
+void RunScalingTable(const Settings& settings) {
+  std::printf(
+      "\n=== threads: %zu connections at %.0f msg/s each to one server socket run by 1 and by 2 io "
+      "threads (as many shards), clients in a child process on the same %u-core machine\n",
+      settings.scalingConnections, settings.scalingRate, std::thread::hardware_concurrency());
+  std::printf("%7s %9s %9s %8s %11s %11s %8s %8s %14s\n", "threads", "offered", "msg/s", "CPU %",
+              "CPU us/msg", "lock wait %", "p50 ms", "p99 ms", "client CPU %");
+  std::ofstream csv(settings.results + "/transport-scaling.csv");
+  csv << "threads,connections,offered_per_second,delivered_per_second,cpu_percent,"
+         "cpu_us_per_message,lock_wait_percent_of_cpu,p50_ms,p99_ms,client_cpu_percent\n";
+  for (unsigned threads : {1u, 2u}) {
+    const ManyRow row = RunMany(rudp::TimerQueueKind::Wheel, settings.scalingConnections,
+                                settings.scalingRate, settings.manyWindow / 2, {}, threads);
+    const double offered = settings.scalingRate * static_cast<double>(row.connections);
+    const double clientPercent =
+        row.clientSeconds > 0 ? 100.0 * row.clientCpuSeconds / row.clientSeconds : 0;
+    std::printf("%7u %9.0f %9.0f %8.1f %11.2f %11.2f %8.2f %8.2f %14.1f\n", threads, offered,
+                row.messagesPerSecond, row.cpuPercent, row.cpuMicrosecondsPerMessage,
+                row.lockWaitPercent, row.latencyMs.p50, row.latencyMs.p99, clientPercent);
+    std::fflush(stdout);
+    csv << threads << ',' << row.connections << ',' << offered << ',' << row.messagesPerSecond
+        << ',' << row.cpuPercent << ',' << row.cpuMicrosecondsPerMessage << ','
+        << row.lockWaitPercent << ',' << row.latencyMs.p50 << ',' << row.latencyMs.p99 << ','
+        << clientPercent << '\n';
   }
 }
 

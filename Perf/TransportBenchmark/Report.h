@@ -11,6 +11,7 @@ namespace timerwheel::perf {
 void RunLatencyTable(const Settings& settings, const std::vector<double>& losses);
 void RunBulkTable(const Settings& settings, const std::vector<double>& losses);
 void RunManyTable(const Settings& settings);
+void RunScalingTable(const Settings& settings);
 void RunLoopbackTable(const Settings& settings);  // LoopbackReport.cpp
 void RunSharingTable(const Settings& settings);   // SharingReport.cpp
 

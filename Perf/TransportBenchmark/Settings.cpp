@@ -18,6 +18,8 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       settings.activeCount = 200;
       settings.loopbackMegabytes = 20;
       settings.sharingSeconds = 0;
+      settings.scalingConnections = 200;
+      settings.scalingRate = 20;
     } else if (arg == "--full") {
       settings.seeds = 3;
       settings.latencySeconds = 30;
@@ -78,7 +80,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
-                   "[--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]... "
+                   "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
                    "[--hostile] [--attacker-nice] "
                    "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
                    argv[0]);

@@ -18,6 +18,11 @@ struct Settings {
   double manyWindow = 16;
   std::vector<std::size_t> idleCounts{1000, 10000};
   std::size_t activeCount = 10000;
+  // The scaling part (issue 18): this many connections, each sending scalingRate 64-byte
+  // messages per second, to a server run by 1 and then 2 io threads (as many shards).
+  // 0 connections: the part is skipped.
+  std::size_t scalingConnections = 1000;
+  double scalingRate = 50;
   // ReliableUDP's congestion controllers in the bulk table (--cc bbr|newreno|none, repeatable);
   // empty: all three.
   std::vector<std::string> controllers;

@@ -13,7 +13,8 @@ constexpr std::size_t kV6PrefixBytes = 7;  // /56
 }  // namespace
 
 AdmissionControl::AdmissionControl(const EndpointOptions& options) noexcept
-    : m_perAddress(options.maxConnectionsPerAddress),
+    : m_maxConnections(options.maxConnections),
+      m_perAddress(options.maxConnectionsPerAddress),
       m_perPrefix(options.maxConnectionsPerPrefix),
       m_rate(options.newConnectionsPerSecond) {}
 

@@ -1,4 +1,5 @@
-// Which new connections a server takes: limits per address, per prefix, and a rate.
+// Which new connections an endpoint takes: a connection limit, and (servers) limits per address,
+// per prefix, and a rate.
 #pragma once
 
 #include <array>
@@ -20,20 +21,42 @@ namespace timerwheel::rudp::detail {
 // would grow without bound. Both maps hold only keys with a connection open, so they are bounded
 // by the connection count and shrink (rehashed down) when it falls.
 //
-// Not thread-safe (the endpoint's lock guards it).
-class AdmissionControl {
+// What an EndpointCore asks of its admission limits: its own AdmissionControl, or (the shards of
+// one endpoint, EndpointOptions::shards) one shared behind a lock outside the engine.
+class IAdmission {
+ public:
+  // Whether a connection from `from` may be admitted now (nothing is taken).
+  virtual bool MayAdmit(const Address& from, Microseconds now) = 0;
+  // A connection from `from` was admitted: counts it and takes a rate token.
+  virtual void OnAdmitted(const Address& from, Microseconds now) = 0;
+  // A connection admitted from `from` ended.
+  virtual void OnEnded(const Address& from) = 0;
+  // The connection limit (maxConnections), over connections of every kind: whether another may
+  // open, and one opened or ended.
+  virtual bool UnderConnectionLimit() const = 0;
+  virtual void OnOpened() = 0;
+  virtual void OnClosed() = 0;
+  virtual std::size_t TrackedAddresses() const = 0;
+  virtual std::size_t TrackedPrefixes() const = 0;
+
+ protected:
+  ~IAdmission() = default;
+};
+
+// Not thread-safe (the endpoint's lock guards it, or ReliableUDP/SharedAdmission.h's).
+class AdmissionControl final : public IAdmission {
  public:
   explicit AdmissionControl(const EndpointOptions& options) noexcept;
 
-  // Whether a connection from `from` may be admitted now (nothing is taken).
-  bool MayAdmit(const Address& from, Microseconds now);
-  // A connection from `from` was admitted: counts it and takes a rate token.
-  void OnAdmitted(const Address& from, Microseconds now);
-  // A connection admitted from `from` ended.
-  void OnEnded(const Address& from);
+  bool MayAdmit(const Address& from, Microseconds now) override;
+  void OnAdmitted(const Address& from, Microseconds now) override;
+  void OnEnded(const Address& from) override;
+  bool UnderConnectionLimit() const noexcept override { return m_open < m_maxConnections; }
+  void OnOpened() noexcept override { ++m_open; }
+  void OnClosed() noexcept override { --m_open; }
 
-  std::size_t TrackedAddresses() const noexcept { return m_byAddress.size(); }
-  std::size_t TrackedPrefixes() const noexcept { return m_byPrefix.size(); }
+  std::size_t TrackedAddresses() const noexcept override { return m_byAddress.size(); }
+  std::size_t TrackedPrefixes() const noexcept override { return m_byPrefix.size(); }
 
  private:
   struct Key {
@@ -49,6 +72,8 @@ class AdmissionControl {
   static Key PrefixKey(const Address& address) noexcept;
   static void Decrement(Counts& counts, const Key& key);
 
+  std::size_t m_maxConnections;
+  std::size_t m_open = 0;  // connections of every kind
   std::size_t m_perAddress;
   std::size_t m_perPrefix;
   TokenBucket m_rate;

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "ReliableUDP/Detail/Sharding.h"
+
 namespace timerwheel::rudp::detail {
 namespace {
 
@@ -27,11 +29,14 @@ std::size_t RetiredHandshakeCapacity(const EndpointOptions& options) noexcept {
 }  // namespace
 
 EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
-                           const EndpointOptions& options, ITimer* timerSink)
+                           const EndpointOptions& options, ITimer* timerSink, ShardRole shard)
     : m_io(io),
+      m_shard(shard),
       m_context(io, timers, timerSink != nullptr ? *timerSink : *this, timerGranularity, options),
       m_cookies(RandomSipHashKey(), RandomSipHashKey(), Microseconds{options.cookieWindow} * 1000),
-      m_admission(options),
+      m_ownAdmission(shard.admission != nullptr ? nullptr
+                                                : std::make_unique<AdmissionControl>(options)),
+      m_admission(shard.admission != nullptr ? *shard.admission : *m_ownAdmission),
       m_statelessReplies(options.statelessRepliesPerSecond),
       m_keyExchanges(options.newConnectionsPerSecond),
       m_retiredHandshakes(RetiredHandshakeCapacity(options)),
@@ -302,6 +307,7 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
   m_slots[slot].handshakeExpiresAt = expiresAt;
   m_handshakeExpiries.push_back(HandshakeExpiry{expiresAt, slot, m_slots[slot].generation});
   ++stats.connectionsOpen;
+  m_admission.OnOpened();
   ++stats.connectionsAccepted;
   RegisterResetTokenOf(slot, resetToken);
   return connection;
@@ -309,10 +315,13 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
 
 void EndpointCore::AfterAccept(const std::shared_ptr<ConnectionCore>& connection) {
   const std::uint32_t slot = connection->Slot().index;
+  ConnectCompletion shared;
   if (!m_acceptWaiters.empty()) {
     ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.pop_front();
     Post(waiter, EngineError::None, connection);
+  } else if (m_shard.acceptWaiters != nullptr && m_shard.acceptWaiters->TakeWaiter(shared)) {
+    Post(shared, EngineError::None, connection);
   } else {
     m_acceptQueue.push_back(connection);
     m_slots[slot].inAcceptQueue = true;
@@ -354,8 +363,7 @@ std::uint64_t EndpointCore::RetiredHandshakeKey(const Address& from,
 }
 
 bool EndpointCore::Admits(const Address& from, Microseconds now) {
-  return m_context.stats.connectionsOpen < m_context.options.maxConnections &&
-         m_admission.MayAdmit(from, now);
+  return m_admission.UnderConnectionLimit() && m_admission.MayAdmit(from, now);
 }
 
 void EndpointCore::SendRefusal(const Address& to, ConnectionId clientId, Microseconds now) {
@@ -416,7 +424,7 @@ void EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& to
 
 void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) {
   if (m_shutDown) return Post(completion, EngineError::EndpointClosed, nullptr);
-  if (m_context.stats.connectionsOpen >= m_context.options.maxConnections) {
+  if (!m_admission.UnderConnectionLimit()) {
     return Post(completion, EngineError::ConnectionLimit, nullptr);
   }
   const std::uint32_t slot = AllocateSlot();
@@ -428,6 +436,7 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   m_connects.emplace(slot, std::move(completion));
   m_byId.emplace(id, slot);
   ++m_context.stats.connectionsOpen;
+  m_admission.OnOpened();
   connection->StartClient(m_io.Now());
   HandleEvents(slot);
 }
@@ -445,6 +454,18 @@ void EndpointCore::Accept(ConnectCompletion completion) {
     return Post(completion, EngineError::None, std::move(connection));
   }
   m_acceptWaiters.push_back(std::move(completion));
+}
+
+bool EndpointCore::HasAcceptable() {
+  while (!m_acceptQueue.empty() && !IsCurrent(*m_acceptQueue.front())) {
+    m_acceptQueue.pop_front();  // ended before anyone accepted it
+    --m_acceptQueueEnded;
+  }
+  return !m_shutDown && !m_acceptQueue.empty();
+}
+
+bool EndpointCore::KnowsResetToken(const ResetToken& token) const {
+  return m_byResetToken.find(ResetTokenPrefix(token)) != m_byResetToken.end();
 }
 
 void EndpointCore::AfterCall(ConnectionCore& connection) {
@@ -499,6 +520,7 @@ void EndpointCore::Retire(std::uint32_t slot) {
   ++entry.generation;        // timer expiries already detached for the old one are ignored
   m_freeSlots.push_back(slot);
   --m_context.stats.connectionsOpen;
+  m_admission.OnClosed();
   CompactHandshakeExpiries();
   CompactAcceptQueue();
   ShrinkTables();
@@ -647,7 +669,7 @@ std::uint32_t EndpointCore::AllocateSlot() {
 
 ConnectionId EndpointCore::NewConnectionId() {
   for (;;) {
-    const ConnectionId id = m_context.connectionIds.Next();
+    const ConnectionId id = IdOfShard(m_context.connectionIds.Next(), m_shard.index, m_shard.count);
     if (m_byId.find(id) == m_byId.end()) return id;
   }
 }

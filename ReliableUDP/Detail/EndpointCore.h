@@ -21,6 +21,30 @@
 
 namespace timerwheel::rudp::detail {
 
+// How an accept or a connect completes: with a connection, or with why there is none.
+using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<ConnectionCore>)>;
+
+// Accept waiters shared by several EndpointCores (the shards of one endpoint): a connection
+// established with no waiter of its core's own goes to one of these. Called with the core's
+// caller's lock held; the implementation takes its own lock (after it).
+class SharedAcceptWaiters {
+ public:
+  // Moves the oldest waiter into `waiter`; false if there is none.
+  virtual bool TakeWaiter(ConnectCompletion& waiter) = 0;
+
+ protected:
+  ~SharedAcceptWaiters() = default;
+};
+
+// Where an EndpointCore sits among the shards of one endpoint (Sharding.h). The defaults: alone.
+struct ShardRole {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+  SharedAcceptWaiters* acceptWaiters = nullptr;  // nullptr: only the core's own
+  // The endpoint's admission limits, shared by its shards (nullptr: the core's own).
+  IAdmission* admission = nullptr;
+};
+
 // Thread safety: none, and no lock. The caller serialises every call into this object and into
 // its ConnectionCores (the chunk pool and scratch buffers are shared), timer expiries included:
 // the Asio endpoint wraps it with one mutex (LockedEngine), the simulated network in the tests
@@ -33,14 +57,14 @@ namespace timerwheel::rudp::detail {
 // connects (clients). Connection IDs are random (SipHash of a counter under a random key).
 class EndpointCore final : public ITimer {
  public:
-  using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<ConnectionCore>)>;
+  using ConnectCompletion = detail::ConnectCompletion;
 
-  // `options` must have been through ValidateOptions. The timer queue and the I/O must outlive
-  // every call into this object before Shutdown; after it, neither is used again. Timer expiries
-  // go to `timerSink`, which must call OnTimer (a locking caller passes an ITimer that takes its
-  // lock first); nullptr: to this object.
+  // `options` must have been through ValidateOptions (and, for a shard, OptionsOfShard). The
+  // timer queue and the I/O must outlive every call into this object before Shutdown; after it,
+  // neither is used again. Timer expiries go to `timerSink`, which must call OnTimer (a locking
+  // caller passes an ITimer that takes its lock first); nullptr: to this object.
   EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,
-               const EndpointOptions& options, ITimer* timerSink = nullptr);
+               const EndpointOptions& options, ITimer* timerSink = nullptr, ShardRole shard = {});
   ~EndpointCore();
   EndpointCore(const EndpointCore&) = delete;
   EndpointCore& operator=(const EndpointCore&) = delete;
@@ -48,6 +72,12 @@ class EndpointCore final : public ITimer {
   void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
   void Connect(const Address& remote, ConnectCompletion completion);
   void Accept(ConnectCompletion completion);
+  // Whether an established connection waits for an accept (ended ones are dropped on the way):
+  // Accept would complete at once.
+  bool HasAcceptable();
+  // Whether a connection of this core gave the peer reset token `token` (a Reset for it belongs
+  // here).
+  bool KnowsResetToken(const ResetToken& token) const;
   // Ends every connection with EndpointClosed, fails pending connects and accepts, destroys
   // every timer. Afterwards the endpoint does nothing (IsShutDown).
   void Shutdown();
@@ -141,9 +171,11 @@ class EndpointCore final : public ITimer {
             std::shared_ptr<ConnectionCore> connection);
 
   IEndpointIo& m_io;
+  const ShardRole m_shard;
   EndpointContext m_context;
   HandshakeCookie m_cookies;
-  AdmissionControl m_admission;
+  std::unique_ptr<AdmissionControl> m_ownAdmission;  // unless the shards share one
+  IAdmission& m_admission;
   TokenBucket m_statelessReplies;  // refusals and resets
   // Key exchanges of keyed handshakes (an X25519 each, before the handshake can be judged), at
   // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU.

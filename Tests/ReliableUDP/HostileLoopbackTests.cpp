@@ -79,15 +79,29 @@ std::vector<Bytes> Barrier(RawSocketPeer& peer, detail::ConnectionId id) {
 
 TEST_CASE("a server over its per-address limit refuses and AsyncConnect fails with ServerBusy",
           "[realtime][rudp][loopback][hostile][admission]") {
+  // And a server whose connections are split over two shards (issue 18): the limit, per address
+  // or on all connections, holds for the endpoint as a whole, wherever each handshake lands.
+  const std::size_t shards = GENERATE(1u, 2u);
+  const bool perAddress = GENERATE(true, false);
+  CAPTURE(shards, perAddress);
+  constexpr std::size_t kLimit = 4;
   IoThreads io(2);
   rudp::EndpointOptions options;
   options.acceptIncoming = true;
-  options.maxConnectionsPerAddress = 1;
+  options.shards = shards;
+  if (perAddress) {
+    options.maxConnectionsPerAddress = kLimit;
+  } else {
+    options.maxConnections = kLimit;
+  }
   Endpoint server(io.Io(), kAnyLoopback, options);
   Endpoint client(io.Io(), kAnyLoopback);
-  auto sides = ConnectEndpoints(client, server, server.LocalEndpoint(), kGenerous);
-  REQUIRE(sides.first);
-  REQUIRE(sides.second);
+  std::vector<std::pair<std::shared_ptr<rudp::Connection>, std::shared_ptr<rudp::Connection>>> open;
+  for (std::size_t i = 0; i < kLimit; ++i) {
+    open.push_back(ConnectEndpoints(client, server, server.LocalEndpoint(), kGenerous));
+    REQUIRE(open.back().first);
+    REQUIRE(open.back().second);
+  }
 
   std::promise<boost::system::error_code> refused;
   const auto start = Clock::now();

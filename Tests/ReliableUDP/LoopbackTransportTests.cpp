@@ -55,10 +55,14 @@ TEST_CASE("loopback echo of messages from 1 byte to the maximum size, byte for b
   const unsigned threads = GENERATE(1u, 2u);
   // And encrypted (issue 20): the server's key pair, the client pinning its public key.
   const bool encrypted = GENERATE(false, true);
-  CAPTURE(threads, encrypted);
+  // And sharded (issue 18): each endpoint's connections over two locks.
+  const std::size_t shards = GENERATE(1u, 2u);
+  CAPTURE(threads, encrypted, shards);
   IoThreads io(threads);
   rudp::EndpointOptions serverOptions = ServerOptions();
   rudp::EndpointOptions clientOptions;
+  serverOptions.shards = shards;
+  clientOptions.shards = shards;
   if (encrypted) {
     const rudp::ServerKeyPair key = rudp::MakeServerKeyPair();
     serverOptions.serverSecretKey = key.secretKey;
@@ -101,9 +105,23 @@ TEST_CASE("loopback echo of messages from 1 byte to the maximum size, byte for b
 
 TEST_CASE("a steady stream on loopback causes no spurious retransmission or PTO",
           "[.][realtime][rudp][loopback][timers]") {
-  IoThreads io(1);
-  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
-  Endpoint client(io.Io(), kAnyLoopback);
+  // One thread and one shard; or two threads and two shards, whose receivers hand datagrams over
+  // in parallel (out of order, a connection would see spurious losses), batched or not.
+  struct Setup {
+    unsigned threads;
+    std::size_t shards;
+    bool batchedIo;
+  };
+  const Setup setup = GENERATE(Setup{1, 1, true}, Setup{2, 2, true}, Setup{2, 2, false});
+  CAPTURE(setup.threads, setup.shards, setup.batchedIo);
+  IoThreads io(setup.threads);
+  rudp::EndpointOptions options;
+  options.shards = setup.shards;
+  options.batchedIo = setup.batchedIo;
+  rudp::EndpointOptions serverOptions = options;
+  serverOptions.acceptIncoming = true;
+  Endpoint server(io.Io(), kAnyLoopback, serverOptions);
+  Endpoint client(io.Io(), kAnyLoopback, options);
   auto [clientSide, serverSide] = ConnectPair(client, server);
   auto stream = std::make_shared<MessageStream>(
       clientSide, serverSide, 5000, [](std::uint64_t i) { return 1 + i % 2000; }, 8);
@@ -130,9 +148,15 @@ TEST_CASE("a steady stream on loopback causes no spurious retransmission or PTO"
 
 TEST_CASE("1000 connections to one server socket exchange messages concurrently",
           "[.][realtime][rudp][loopback]") {
+  const std::size_t shards = GENERATE(1u, 2u);
+  CAPTURE(shards);
   IoThreads io(2);
-  Endpoint server(io.Io(), kAnyLoopback, ServerOptions());
-  Endpoint client(io.Io(), kAnyLoopback);
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.shards = shards;
+  rudp::EndpointOptions clientOptions;
+  clientOptions.shards = shards;
+  Endpoint server(io.Io(), kAnyLoopback, serverOptions);
+  Endpoint client(io.Io(), kAnyLoopback, clientOptions);
   constexpr int kConnections = 1000;
 
   std::mutex mutex;

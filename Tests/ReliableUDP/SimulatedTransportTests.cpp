@@ -673,7 +673,7 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
 // is dropped: no connection is lost, no probe timeout fires, and the server's timers fire at most
 // one keepalive per connection per interval (no other timer runs while idle).
 TEST_CASE("10k idle connections hold for 10 minutes without a probe timeout",
-          "[rudp][sim][timers][keepalive]") {
+          "[rudp][sim][timers][keepalive][slow]") {
   const auto kind = GENERATE(rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap);
   CAPTURE(kind == rudp::TimerQueueKind::Wheel ? "wheel" : "heap");
   constexpr std::size_t kConnections = 10'000;

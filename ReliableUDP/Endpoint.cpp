@@ -636,7 +636,10 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       m_receiveBackoff.OnReceived();
       m_moreToRead = messages == kReceiveMessages;
       TakeTicketsLocked(receiver);
-      ArmLocked();  // the next read, on another receiver, while this one hands over
+      // The next read, on another receiver, while this one hands over: only if this one filled
+      // its batch (a backlog to share). Otherwise after the hand-over, as with one receiver: a
+      // second reader woken for a trickle would read smaller batches and send smaller ones.
+      if (m_moreToRead) ArmLocked();
     }
     HandOver(receiver);
   }
@@ -674,8 +677,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         receiver.sizes[slot] = drained;
         ++receiver.count;
       }
+      m_moreToRead = receiver.count == kReceiveMessages;
       TakeTicketsLocked(receiver);
-      ArmLocked();
+      if (m_moreToRead) ArmLocked();  // as on the batched path
     }
     HandOver(receiver);
   }

@@ -65,11 +65,21 @@ struct LossRecoveryStatistics {
 // to an ICongestionController (NewReno or Bbr, or KnownPathController when congestionControl is
 // off), pacing to Pacer (only when the controller limits sending and pacing is on; at the
 // controller's pacing rate when it has one).
+//
+// The controller is made by the first packet that carries more than a PING (stream data,
+// MAX_DATA, CLOSE): an idle connection, which sends only keepalives, never pays for one (Bbr
+// holds 552 bytes; issue 18's C1M server holds a million idle connections). Until then the
+// window and pacing rate are a new controller's, and what happens to PINGs sent before it is not
+// reported to it (their RTT samples still reach the RTT estimator; a lost keepalive is not a
+// congestion signal, and the idle timeout covers a dead peer).
 // Not thread-safe (the engine's caller serialises it); IPacketFate callbacks must not call back
-// into this object. Steady state allocates nothing (the controller is allocated once, here).
+// into this object. Steady state allocates nothing (the controller is allocated once).
 class LossRecovery {
  public:
   explicit LossRecovery(const LossRecoveryOptions& options);
+  ~LossRecovery();
+  LossRecovery(const LossRecovery&) = delete;
+  LossRecovery& operator=(const LossRecovery&) = delete;
 
   // Once the handshake has told us the peer's max ACK delay (before: 0).
   void SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept;
@@ -119,10 +129,11 @@ class LossRecovery {
   // PTO without backoff (used for idle-timeout floors and closing periods).
   Microseconds ProbeTimeout() const noexcept { return m_rtt.ProbeTimeout(); }
   LossRecoveryStatistics Statistics() const noexcept;
-  // The controller's own figures (the model-based controller's estimates and phases).
-  const CongestionStatistics& CongestionControllerStatistics() const noexcept {
-    return m_congestion->Statistics();
-  }
+  // The controller's own figures (the model-based controller's estimates and phases; all zero
+  // before it exists).
+  const CongestionStatistics& CongestionControllerStatistics() const noexcept;
+  // Whether the congestion controller exists yet (see above): diagnostics and tests.
+  bool HasController() const noexcept { return m_congestion != nullptr; }
   // Sent packets still remembered (outstanding, or acked/lost but not yet forgotten): diagnostics.
   std::size_t RecordCount() const noexcept { return m_log.Count(); }
   // Sent-packet records looked at so far by ACK processing and loss detection: the cost of ACKs.
@@ -133,6 +144,12 @@ class LossRecovery {
 
  private:
   Microseconds PtoDeadline() const noexcept;
+  // The controller's figures, or a new controller's before it exists.
+  std::uint64_t Window() const noexcept;
+  bool LimitsSending() const noexcept;
+  double PacingRate() const noexcept;
+  // Whether the controller was told this packet was sent.
+  bool ControllerSaw(const SentPacket& packet) const noexcept;
   bool Paced() const noexcept;
   void RefillPacer(Microseconds now) noexcept;
   // Declares losses, tells the controller; true if the window was reduced or collapsed.
@@ -143,7 +160,12 @@ class LossRecovery {
   LossRecoveryOptions m_options;
   SentPacketLog m_log;
   RttEstimator m_rtt;
-  std::unique_ptr<ICongestionController> m_congestion;
+  std::unique_ptr<ICongestionController> m_congestion;  // null until needed (see above)
+  PacketNumber m_controllerSince = 0;  // the first packet the controller was told of
+  // The application ran out of data before the controller existed: the controller is told so
+  // when made, with the bytes in flight then.
+  bool m_appLimitedBeforeController = false;
+  std::uint64_t m_appLimitedInFlight = 0;
   Pacer m_pacer;
   std::uint64_t m_bytesInFlight = 0;
   std::uint64_t m_ackElicitingInFlight = 0;

@@ -6,8 +6,9 @@
 namespace timerwheel::rudp::detail {
 namespace {
 
-// Small: every connection, idle ones included, has a log (keepalive PINGs are recorded).
-constexpr std::size_t kInitialCapacity = 4;
+// One record: every connection, idle ones included, has a log (keepalive PINGs are recorded), and
+// an idle one has one PING in flight at a time. A busy one doubles it to its high-water mark once.
+constexpr std::size_t kInitialCapacity = 1;
 
 }  // namespace
 

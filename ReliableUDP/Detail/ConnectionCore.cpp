@@ -63,7 +63,6 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_jitterState(localId | 1),
       m_remote(remote),
       m_slot(slot),
-      m_sendBuffer(context.pool, context.options.sendBufferSize),
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
                                  context.options.congestionControl != CongestionControl::None,
                                  context.options.pacing,
@@ -71,11 +70,6 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_packetNumbers(context.secrets.Next()),
       m_sendDatagramSize(context.options.maxDatagramSize),
       m_peerMaxMessageSize(context.options.maxMessageSize),
-      m_receiveBuffer(context.receivePool, context.options.receiveWindow,
-                      context.options.maxMessageSize, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
-                      context.options.maxReceiveMemoryPerConnection,
-                      static_cast<std::size_t>(std::min<std::uint64_t>(
-                          context.options.maxReceiveMemory, ReceiveBuffer::kUnlimited))),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
 ConnectionCore::~ConnectionCore() {
@@ -83,6 +77,39 @@ ConnectionCore::~ConnectionCore() {
   for (auto& timer : m_timers) {
     if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);
   }
+}
+
+ConnectionCore::Sending& ConnectionCore::MakeSending() {
+  if (!m_sending) m_sending = std::make_unique<Sending>(m_context.pool, m_context.options.sendBufferSize);
+  return *m_sending;
+}
+
+ReceiveBuffer& ConnectionCore::MakeReceiveBuffer() {
+  if (!m_receiveBuffer) {
+    const auto& options = m_context.options;
+    m_receiveBuffer = std::make_unique<ReceiveBuffer>(
+        m_context.receivePool, options.receiveWindow, options.maxMessageSize,
+        ReceiveBuffer::kDefaultMaxOutOfOrderRanges, options.maxReceiveMemoryPerConnection,
+        static_cast<std::size_t>(
+            std::min<std::uint64_t>(options.maxReceiveMemory, ReceiveBuffer::kUnlimited)));
+  }
+  return *m_receiveBuffer;
+}
+
+std::uint64_t ConnectionCore::AckedPrefix() const noexcept {
+  return m_sending ? m_sending->buffer.AckedPrefix() : 0;
+}
+
+std::uint64_t ConnectionCore::NextNewOffset() const noexcept {
+  return m_sending ? m_sending->buffer.NextNewOffset() : 0;
+}
+
+bool ConnectionCore::NextToSend(std::size_t maxSize, SendBuffer::Range& range) const noexcept {
+  return m_sending && m_sending->buffer.NextToSend(maxSize, m_peerMaxData, range);
+}
+
+std::uint64_t ConnectionCore::ReceiveLimit() const noexcept {
+  return m_receiveBuffer ? m_receiveBuffer->Limit() : m_context.options.receiveWindow;
 }
 
 ConnectionCore::Events ConnectionCore::TakeEvents() noexcept {
@@ -304,7 +331,7 @@ void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseco
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
   m_peerMaxMessageSize = peer.maxMessageSize;
   m_peerMaxData = peer.initialMaxData;
-  m_advertisedMaxData = m_receiveBuffer.Limit();
+  m_advertisedMaxData = ReceiveLimit();
   m_loss.SetPeerMaxAckDelay(peer.maxAckDelayMs * 1000);
   // A quarter of the keepalive interval: a lost keepalive is probed once or twice before the
   // next one, never in a doubling train of RTT-scale probes.
@@ -391,7 +418,7 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
         }
         break;
       case FrameType::Stream:
-        if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
+        if (frame.stream.offset + frame.stream.length > ReceiveLimit()) {
           ProtocolViolation();  // beyond the window we advertised
           return false;
         }
@@ -420,7 +447,7 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
     if (frame.type != FrameType::Stream) continue;
     const auto result =
-        m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
+        MakeReceiveBuffer().Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
     if (result == ReceiveBuffer::InsertResult::TooFragmented) {
       ++m_context.stats.droppedTooFragmented;
       return false;
@@ -542,18 +569,19 @@ void ConnectionCore::AfterDataPacket(Microseconds now) {
 
 void ConnectionCore::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
-  if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
-  if (m_sendBuffer.AckedPrefix() != m_ackedPrefixSeen) {
+  // A packet with stream data was sent from m_sending, so it exists.
+  if (packet.streamSize > 0) m_sending->buffer.OnAcked(packet.streamOffset, packet.streamSize);
+  if (AckedPrefix() != m_ackedPrefixSeen) {
     // The oldest waiting byte moved: the next one waits from now (RestartIdleTimer, which
     // this progress calls), if any waits.
-    m_ackedPrefixSeen = m_sendBuffer.AckedPrefix();
+    m_ackedPrefixSeen = AckedPrefix();
     m_oldestDataSince = 0;
   }
   if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
 
 void ConnectionCore::OnPacketLost(const SentPacket& packet) {
-  if (packet.streamSize > 0) m_sendBuffer.OnLost(packet.streamOffset, packet.streamSize);
+  if (packet.streamSize > 0) m_sending->buffer.OnLost(packet.streamOffset, packet.streamSize);
   if (packet.hasMaxData) m_maxDataPending = true;  // sends the current limit, not the lost one
   if (packet.hasClose && m_ourClose != OurClose::Acknowledged) m_ourClose = OurClose::ToSend;
 }
@@ -628,9 +656,7 @@ void ConnectionCore::PrepareProbe() {
   // data, else a PING. A CLOSE still unacknowledged goes along.
   if (m_ourClose == OurClose::InFlight) m_ourClose = OurClose::ToSend;
   SendBuffer::Range range;
-  if (!m_sendBuffer.NextToSend(1, m_peerMaxData, range)) {
-    m_sendBuffer.QueueOldestForProbe(m_sendDatagramSize);
-  }
+  if (!NextToSend(1, range) && m_sending) m_sending->buffer.QueueOldestForProbe(m_sendDatagramSize);
 }
 
 void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now) {
@@ -701,7 +727,7 @@ void ConnectionCore::RestartIdleTimer(Microseconds now) {
   // Slowloris (RFC 9000 21.6): a peer that acknowledges our PINGs but never our data keeps
   // the connection "live" while its send buffer stays full. The oldest unacknowledged stream
   // byte must move within the idle timeout too.
-  if (m_sendBuffer.AckedPrefix() < m_sendBuffer.NextNewOffset()) {
+  if (AckedPrefix() < NextNewOffset()) {
     if (m_oldestDataSince == 0) m_oldestDataSince = now;
     m_idleDeadline = std::min(m_idleDeadline, m_oldestDataSince + IdleTimeout());
   }
@@ -768,7 +794,7 @@ void ConnectionCore::UpdateAckTimer(Microseconds now) {
 bool ConnectionCore::HasAckElicitingToSend() const {
   if (m_pingPending || m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
   SendBuffer::Range range;
-  return m_sendBuffer.NextToSend(1, m_peerMaxData, range);
+  return NextToSend(1, range);
 }
 
 void ConnectionCore::Flush(Microseconds now) {
@@ -803,8 +829,8 @@ void ConnectionCore::Flush(Microseconds now) {
     ackWanted = false;
     if (probe) --m_probesToSend;
   }
-  if (m_sendBuffer.NextNewOffset() < m_sendBuffer.AppendedEnd() &&
-      m_sendBuffer.NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
+  if (m_sending && NextNewOffset() < m_sending->buffer.AppendedEnd() &&
+      NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
     m_flowControlBlocked = true;
     ++m_stats.flowControlStalls;
   }
@@ -843,19 +869,19 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
       sent.hasClose = true;
       ackEliciting = true;
     }
-    if (m_maxDataPending && writer.AppendMaxData(m_receiveBuffer.Limit())) {
+    if (m_maxDataPending && writer.AppendMaxData(ReceiveLimit())) {
       m_maxDataPending = false;
-      m_advertisedMaxData = m_receiveBuffer.Limit();
+      m_advertisedMaxData = ReceiveLimit();
       sent.hasMaxData = true;
       ackEliciting = true;
     }
     SendBuffer::Range range;
     if (writer.Remaining() > kStreamFrameOverhead &&
-        m_sendBuffer.NextToSend(writer.Remaining() - kStreamFrameOverhead, m_peerMaxData, range)) {
+        NextToSend(writer.Remaining() - kStreamFrameOverhead, range)) {
       std::size_t written = 0;
       if (std::uint8_t* bytes = writer.AppendStreamHeader(range.offset, range.size, &written)) {
-        m_sendBuffer.Read(range.offset, written, bytes);  // straight into the datagram
-        m_sendBuffer.OnSent(range.offset, written);
+        m_sending->buffer.Read(range.offset, written, bytes);  // straight into the datagram
+        m_sending->buffer.OnSent(range.offset, written);
         if (m_oldestDataSince == 0) m_oldestDataSince = now;  // nothing was waiting before
         sent.streamOffset = range.offset;
         sent.streamSize = static_cast<std::uint32_t>(written);
@@ -927,26 +953,29 @@ void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandle
     Complete(handler, EngineError::MessageTooLarge);
     return;
   }
-  m_pendingSends.Push(PendingSend{data, size, 0, false, std::move(handler)});
+  MakeSending().pending.Push(PendingSend{data, size, 0, false, std::move(handler)});
   PumpSends();
   Flush(now);
 }
 
 void ConnectionCore::PumpSends() {
-  while (!m_pendingSends.Empty()) {
-    PendingSend& send = m_pendingSends.Front();
+  if (!m_sending) return;
+  SendBuffer& buffer = m_sending->buffer;
+  VectorQueue<PendingSend>& pending = m_sending->pending;
+  while (!pending.Empty()) {
+    PendingSend& send = pending.Front();
     if (!send.prefixWritten) {
       std::uint8_t prefix[8];
       const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
-      if (m_sendBuffer.FreeSpace() < prefixSize) break;
-      m_sendBuffer.Append(prefix, prefixSize);
+      if (buffer.FreeSpace() < prefixSize) break;
+      buffer.Append(prefix, prefixSize);
       send.prefixWritten = true;
     }
-    send.copied += m_sendBuffer.Append(send.data + send.copied, send.size - send.copied);
+    send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);
     if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
     ++m_stats.messagesSent;
     Complete(send.handler, EngineError::None);
-    m_pendingSends.Pop();
+    pending.Pop();
   }
 }
 
@@ -961,7 +990,8 @@ void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler 
 void ConnectionCore::PumpReceives() {
   if (m_receivesAbandoned) {
     // Nobody can read these any more; consuming them keeps the peer's window open.
-    while (m_receiveBuffer.ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
+    while (m_receiveBuffer &&
+           m_receiveBuffer->ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
     }
   }
   const bool deliverBuffered = m_endReason == EngineError::None ||
@@ -970,7 +1000,7 @@ void ConnectionCore::PumpReceives() {
   while (!m_pendingReceives.Empty()) {
     PendingReceive& receive = m_pendingReceives.Front();
     auto result = ReceiveBuffer::ReadResult::NeedMore;
-    if (deliverBuffered) result = m_receiveBuffer.ReadMessage(*receive.message);
+    if (deliverBuffered && m_receiveBuffer) result = m_receiveBuffer->ReadMessage(*receive.message);
     if (result == ReceiveBuffer::ReadResult::MessageTooLarge) {
       if (m_phase != Phase::Closed) {
         // The peer ignored the maximum message size we advertised: the stream cannot go on.
@@ -996,14 +1026,14 @@ void ConnectionCore::PumpReceives() {
 
 void ConnectionCore::MaybeUpdateMaxData() {
   if (m_phase != Phase::Established && m_phase != Phase::Closing) return;
-  const std::uint64_t limit = m_receiveBuffer.Limit();
+  const std::uint64_t limit = ReceiveLimit();
   if (limit <= m_advertisedMaxData) return;
   // Advertise again once the application has read a quarter of the window (often enough that a
   // streaming sender is never stalled by a stale limit, rarely enough to cost nothing), or at
   // once when the peer has reached the advertised limit: it may be in the middle of a message
   // we can only deliver, and so free room for, once the rest of it arrives.
-  const bool peerAtLimit =
-      m_receiveBuffer.HighestReceived() + m_sendDatagramSize >= m_advertisedMaxData;
+  const std::uint64_t highestReceived = m_receiveBuffer ? m_receiveBuffer->HighestReceived() : 0;
+  const bool peerAtLimit = highestReceived + m_sendDatagramSize >= m_advertisedMaxData;
   if (limit - m_advertisedMaxData >= m_context.options.receiveWindow / 4 || peerAtLimit) {
     m_maxDataPending = true;
   }
@@ -1020,10 +1050,12 @@ void ConnectionCore::AbandonReceives() {
 void ConnectionCore::ReleaseIdleMemory() {
   // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
   // connection quiet for a keepalive interval gives back what it no longer uses.
-  m_pendingSends.ReleaseMemoryIfEmpty();
   m_pendingReceives.ReleaseMemoryIfEmpty();
-  m_sendBuffer.ReleaseIdleMemory();
-  m_receiveBuffer.ReleaseIdleMemory();
+  if (m_sending) {
+    m_sending->pending.ReleaseMemoryIfEmpty();
+    m_sending->buffer.ReleaseIdleMemory();
+  }
+  if (m_receiveBuffer) m_receiveBuffer->ReleaseIdleMemory();
 }
 
 void ConnectionCore::WaitClosed(CloseHandler handler) {
@@ -1050,8 +1082,8 @@ void ConnectionCore::Close(Microseconds now) {
 void ConnectionCore::MaybeQueueClose() {
   // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
   // the close graceful, and why the peer may treat the CLOSE as "you have everything".
-  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks && m_pendingSends.Empty() &&
-      m_sendBuffer.AllAcked()) {
+  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks &&
+      (!m_sending || (m_sending->pending.Empty() && m_sending->buffer.AllAcked()))) {
     m_ourClose = OurClose::ToSend;
   }
 }
@@ -1069,8 +1101,10 @@ void ConnectionCore::Shutdown(EngineError reason) {
 // --- Ending ------------------------------------------------------------------------------------
 
 void ConnectionCore::CompletePendingOperations() {
-  for (PendingSend& send : m_pendingSends) Complete(send.handler, m_endReason);
-  m_pendingSends.Clear();
+  if (m_sending) {
+    for (PendingSend& send : m_sending->pending) Complete(send.handler, m_endReason);
+    m_sending->pending.Clear();
+  }
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
   for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
   m_closeWaiters.clear();

@@ -296,12 +296,22 @@ class ConnectionCore final : private IPacketFate {
   unsigned m_handshakeAttempts = 0;
   std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 
-  // Sending.
-  SendBuffer m_sendBuffer;
+  // Sending. The stream's send side is made by the first Send: a connection that never sends
+  // (an idle one) holds 8 bytes for it, not 150.
+  struct Sending {
+    Sending(ChunkPool& pool, std::size_t capacity) : buffer(pool, capacity) {}
+    SendBuffer buffer;
+    VectorQueue<PendingSend> pending;
+  };
+  std::unique_ptr<Sending> m_sending;
+  Sending& MakeSending();
+  // The send side's offsets and next range (none before the first Send).
+  std::uint64_t AckedPrefix() const noexcept;
+  std::uint64_t NextNewOffset() const noexcept;
+  bool NextToSend(std::size_t maxSize, SendBuffer::Range& range) const noexcept;
   LossRecovery m_loss;
   PacketNumberSkipper m_packetNumbers;  // with unpredictable gaps: the optimistic-ACK defence
   std::uint64_t m_peerMaxData = 0;      // flow-control limit on our stream offsets
-  VectorQueue<PendingSend> m_pendingSends;
   unsigned m_probesToSend = 0;
   Microseconds m_lastAckElicitingSent = 0;
   bool m_pingPending = false;
@@ -315,8 +325,11 @@ class ConnectionCore final : private IPacketFate {
   std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
 
-  // Receiving.
-  ReceiveBuffer m_receiveBuffer;
+  // Receiving. The stream's receive buffer is made by the first STREAM frame (an idle connection
+  // never has one); before it, the window is all there is to know.
+  std::unique_ptr<ReceiveBuffer> m_receiveBuffer;
+  ReceiveBuffer& MakeReceiveBuffer();
+  std::uint64_t ReceiveLimit() const noexcept;  // the flow-control limit we may advertise
   AckTracker m_acks;
   // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a
   // ring): once the peer acknowledges one, m_acks stops reporting what it reported (RFC 9000

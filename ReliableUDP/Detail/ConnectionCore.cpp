@@ -681,14 +681,16 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
 void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
   bool any = false;
   PacketNumber largest = 0;
-  for (SentAck& sentAck : m_sentAcks) {
-    if (!sentAck.pending) continue;
+  for (std::size_t k = 0; k < m_sentAcks.size(); ++k) {
+    const auto bit = static_cast<std::uint8_t>(1u << k);
+    if ((m_sentAckPending & bit) == 0) continue;
+    const SentAck& sentAck = m_sentAcks[k];
     for (std::size_t i = 0; i < ack.rangeCount; ++i) {    // ranges descend
       if (sentAck.packet > ack.ranges[i].largest) break;  // in a gap: not acknowledged
       if (sentAck.packet >= ack.ranges[i].smallest) {
         largest = any ? std::max(largest, sentAck.largest) : sentAck.largest;
         any = true;
-        sentAck.pending = false;
+        m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending & ~bit);
         break;
       }
     }
@@ -858,8 +860,9 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
     if (m_acks.BuildAck(now, ack) &&
         writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
       m_acks.OnAckSent();
-      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest, true};
-      m_nextSentAck = (m_nextSentAck + 1) % m_sentAcks.size();
+      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest};
+      m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending | (1u << m_nextSentAck));
+      m_nextSentAck = static_cast<std::uint8_t>((m_nextSentAck + 1) % m_sentAcks.size());
     }
   }
   bool ackEliciting = false;

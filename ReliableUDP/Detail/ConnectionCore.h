@@ -58,8 +58,8 @@ using CloseHandler = Completion;
 // one side's keepalive timer fires.
 class ConnectionCore final : private IPacketFate {
  public:
-  enum class Role { Client, Server };
-  enum class Phase { Connecting, Established, Closing, Draining, Closed };
+  enum class Role : std::uint8_t { Client, Server };
+  enum class Phase : std::uint8_t { Connecting, Established, Closing, Draining, Closed };
   // Where our half of a graceful close is (Phase::Closing; NotRequested before it). Each side
   // sends CLOSE once every byte it was asked to send is acknowledged; the connection drains once
   // ours is acknowledged and the peer's has arrived.
@@ -264,14 +264,14 @@ class ConnectionCore final : private IPacketFate {
   EndpointContext& m_context;
   const Role m_role;
   Phase m_phase = Phase::Connecting;
+  EngineError m_endReason = EngineError::None;
+  Events m_events;
   const ConnectionId m_localId;
   std::uint64_t m_jitterState;             // the keepalive jitter's generator, seeded by m_localId
   Microseconds m_keepaliveShortening = 0;  // of this round's keepalive interval
   ConnectionId m_peerId = 0;
   Address m_remote;
   const ConnectionSlot m_slot;
-  EngineError m_endReason = EngineError::None;
-  Events m_events;
 
   // Handshake (client).
   bool m_haveCookie = false;
@@ -337,10 +337,10 @@ class ConnectionCore final : private IPacketFate {
   struct SentAck {
     PacketNumber packet = 0;
     PacketNumber largest = 0;
-    bool pending = false;
   };
   std::array<SentAck, 8> m_sentAcks{};
-  std::size_t m_nextSentAck = 0;
+  std::uint8_t m_sentAckPending = 0;  // bit i: m_sentAcks[i] is not acknowledged yet
+  std::uint8_t m_nextSentAck = 0;
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;

@@ -163,8 +163,7 @@ class LossRecovery {
   std::unique_ptr<ICongestionController> m_congestion;  // null until needed (see above)
   PacketNumber m_controllerSince = 0;  // the first packet the controller was told of
   // The application ran out of data before the controller existed: the controller is told so
-  // when made, with the bytes in flight then.
-  bool m_appLimitedBeforeController = false;
+  // when made, with the bytes in flight then (m_appLimitedBeforeController, below).
   std::uint64_t m_appLimitedInFlight = 0;
   Pacer m_pacer;
   std::uint64_t m_bytesInFlight = 0;
@@ -172,9 +171,10 @@ class LossRecovery {
   std::uint64_t m_pingOnlyInFlight = 0;  // of those, the ones with nothing but a PING
   Microseconds m_pingProbeFloor = 0;
   PacketNumber m_largestAcked = 0;
-  bool m_anyAcked = false;
   PacketNumber m_nextPacketNumber = 0;  // one past the largest sent
   unsigned m_ptoCount = 0;
+  bool m_anyAcked = false;
+  bool m_appLimitedBeforeController = false;
   Microseconds m_lastAckElicitingSent = 0;
   Microseconds m_lossTime = 0;  // 0: none
   std::uint64_t m_packetsAcked = 0;

@@ -79,6 +79,16 @@ ConnectionCore::~ConnectionCore() {
   }
 }
 
+ConnectionCore::Cold& ConnectionCore::MakeCold() {
+  if (!m_cold) m_cold = std::make_unique<Cold>();
+  return *m_cold;
+}
+
+const std::vector<std::uint8_t>& ConnectionCore::ClientToken() const noexcept {
+  static const std::vector<std::uint8_t> kNone;
+  return m_cold ? m_cold->clientToken : kNone;
+}
+
 ConnectionCore::Sending& ConnectionCore::MakeSending() {
   if (!m_sending) m_sending = std::make_unique<Sending>(m_context.pool, m_context.options.sendBufferSize);
   return *m_sending;
@@ -140,18 +150,19 @@ void ConnectionCore::StartClient(Microseconds now) {
 void ConnectionCore::SendHandshakePacket(Microseconds now) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  if (m_haveCookie && m_clientHandshake) {
+  Cold& cold = MakeCold();
+  if (cold.haveCookie && cold.clientHandshake) {
     // The same ephemeral key and plaintext every time: a repeat differs only by its cookie.
-    HandshakeSealer sealer(m_clientHandshake->helloKey);
+    HandshakeSealer sealer(cold.clientHandshake->helloKey);
     writer.BeginSecureHelloWithCookie(
-        m_localId, m_cookie, m_clientHandshake->ephemeral.publicKey, OwnParameters(),
+        m_localId, cold.cookie, cold.clientHandshake->ephemeral.publicKey, OwnParameters(),
         m_context.resetTokens.For(m_localId),
         m_context.aes256GcmAvailable ? kHandshakeFlagAes256Gcm : std::uint8_t{0}, sealer,
         m_context.options.clientToken.data(), m_context.options.clientToken.size());
     Transmit(writer);
   } else {
-    if (m_haveCookie) {
-      writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters(),
+    if (cold.haveCookie) {
+      writer.BeginHelloWithCookie(m_localId, cold.cookie, OwnParameters(),
                                   m_context.resetTokens.For(m_localId));
     } else {
       writer.BeginHello(m_localId);
@@ -159,8 +170,8 @@ void ConnectionCore::SendHandshakePacket(Microseconds now) {
     Transmit(writer);
   }
   // RFC 6298: 1 s before any RTT sample, doubling on each retransmission.
-  const unsigned backoff = std::min(m_handshakeAttempts, kMaxPtoBackoff);
-  ++m_handshakeAttempts;
+  const unsigned backoff = std::min(cold.handshakeAttempts, kMaxPtoBackoff);
+  ++cold.handshakeAttempts;
   ArmTimer(TimerKind::LossDetection, now + (kInitialPto << backoff), now);
 }
 
@@ -169,16 +180,18 @@ void ConnectionCore::OnCookie(const PacketHeader& header, Microseconds now) {
     ++m_context.stats.droppedUnexpected;
     return;
   }
-  m_cookie = header.cookie;
-  m_haveCookie = true;
-  m_handshakeAttempts = 0;
+  Cold& cold = MakeCold();
+  cold.cookie = header.cookie;
+  cold.haveCookie = true;
+  cold.handshakeAttempts = 0;
   SendHandshakePacket(now);
 }
 
 void ConnectionCore::PrepareClientHandshake() {
   // Noise NK's first message, "e, es": an ephemeral key, and the pinned server key's DH with it.
-  m_clientHandshake = std::make_unique<ClientHandshake>(m_context.options.serverPublicKey);
-  ClientHandshake& handshake = *m_clientHandshake;
+  auto& clientHandshake = MakeCold().clientHandshake;
+  clientHandshake = std::make_unique<ClientHandshake>(m_context.options.serverPublicKey);
+  ClientHandshake& handshake = *clientHandshake;
   handshake.ephemeral = GenerateX25519KeyPair();
   handshake.schedule.MixHash(handshake.ephemeral.publicKey.data(),
                              handshake.ephemeral.publicKey.size());
@@ -194,17 +207,18 @@ void ConnectionCore::PrepareClientHandshake() {
 
 bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram,
                                      std::size_t size, Microseconds now) {
-  if (m_role != Role::Client || m_phase != Phase::Connecting || !m_clientHandshake) {
+  ClientHandshake* const handshake = m_cold ? m_cold->clientHandshake.get() : nullptr;
+  if (m_role != Role::Client || m_phase != Phase::Connecting || handshake == nullptr) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
     return false;
   }
   // "e, ee": the server's ephemeral key. Only the holder of the pinned key's secret derived the
   // hello key, and so the welcome key.
   const PacketHeader& header = packet.header;
-  KeySchedule schedule = m_clientHandshake->schedule;
+  KeySchedule schedule = handshake->schedule;
   schedule.MixHash(header.ephemeral.data(), header.ephemeral.size());
   X25519Key shared{};
-  const bool agreed = X25519(m_clientHandshake->ephemeral.secretKey, header.ephemeral, shared);
+  const bool agreed = X25519(handshake->ephemeral.secretKey, header.ephemeral, shared);
   schedule.MixKey(shared);
   sodium_memzero(shared.data(), shared.size());
   std::uint8_t* opened = m_context.opened.data();
@@ -228,7 +242,7 @@ bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uin
   m_keys = std::make_unique<ConnectionKeys>(
       aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true,
       m_context.packetsPerKey);
-  m_clientHandshake.reset();
+  m_cold->clientHandshake.reset();
   m_peerId = header.source;
   m_peerResetToken = resetToken;
   EnterEstablished(parameters, now);
@@ -248,11 +262,12 @@ void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParam
                                        const ResetToken& peerResetToken, const SecureStart& start,
                                        const std::uint8_t* clientToken, std::size_t clientTokenSize,
                                        Microseconds now) {
-  if (clientTokenSize > 0) m_clientToken.assign(clientToken, clientToken + clientTokenSize);
+  Cold& cold = MakeCold();
+  if (clientTokenSize > 0) cold.clientToken.assign(clientToken, clientToken + clientTokenSize);
   m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
                                             m_context.packetsPerKey);
-  m_secureStart = std::make_unique<SecureStart>(start);
-  sodium_memzero(&m_secureStart->secrets, sizeof m_secureStart->secrets);
+  cold.secureStart = std::make_unique<SecureStart>(start);
+  sodium_memzero(&cold.secureStart->secrets, sizeof cold.secureStart->secrets);
   StartServer(peerId, peer, peerResetToken, now);
 }
 
@@ -261,7 +276,7 @@ void ConnectionCore::OnWelcome(const PacketHeader& header, Microseconds now) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
     return;
   }
-  if (m_clientHandshake) {
+  if (m_cold && m_cold->clientHandshake) {
     // We pinned a key and the server answers in plaintext: no downgrade.
     ++m_context.stats.droppedUnprotected;
     Terminate(EngineError::AuthenticationFailed);
@@ -309,12 +324,12 @@ void ConnectionCore::SendWelcome() {
   // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  if (m_secureStart) {
+  if (const SecureStart* const secureStart = m_cold ? m_cold->secureStart.get() : nullptr) {
     // Deterministic (same key, plaintext and nonce), so a repeat is the same datagram.
-    HandshakeSealer sealer(m_secureStart->welcomeKey);
-    writer.BeginSecureWelcome(m_peerId, m_localId, m_secureStart->ephemeralPublic, OwnParameters(),
+    HandshakeSealer sealer(secureStart->welcomeKey);
+    writer.BeginSecureWelcome(m_peerId, m_localId, secureStart->ephemeralPublic, OwnParameters(),
                               m_context.resetTokens.For(m_localId),
-                              m_secureStart->algorithm == AeadAlgorithm::Aes256Gcm
+                              secureStart->algorithm == AeadAlgorithm::Aes256Gcm
                                   ? kHandshakeFlagAes256Gcm
                                   : std::uint8_t{0},
                               sealer);
@@ -468,18 +483,19 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
                                    std::size_t datagramSize, Microseconds now) {
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
     ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
-    m_duplicateBytesReceived += datagramSize;
+    Cold& cold = MakeCold();
+    cold.duplicateBytesReceived += datagramSize;
     // Our ACK may have been lost: send another at once. But a replay must not make us a
     // reflector: at most one such ACK per RTT, and their bytes at most kReflectionFactor times
     // the duplicates' (plus the one ACK that crosses it). Our peers never resend a packet
     // number, so only the network's duplicates and replays land here.
-    if (summary.ackEliciting && now >= m_nextDuplicateAck &&
-        m_duplicateAckBytesSent < kReflectionFactor * m_duplicateBytesReceived) {
-      m_nextDuplicateAck = now + std::max(m_loss.SmoothedRtt(), kTimerGranularity);
+    if (summary.ackEliciting && now >= cold.nextDuplicateAck &&
+        cold.duplicateAckBytesSent < kReflectionFactor * cold.duplicateBytesReceived) {
+      cold.nextDuplicateAck = now + std::max(m_loss.SmoothedRtt(), kTimerGranularity);
       m_acks.OnDuplicate();
       const std::uint64_t before = m_stats.bytesSent;
       Flush(now);
-      m_duplicateAckBytesSent += m_stats.bytesSent - before;
+      cold.duplicateAckBytesSent += m_stats.bytesSent - before;
     }
     return false;
   }
@@ -588,7 +604,7 @@ void ConnectionCore::OnPacketLost(const SentPacket& packet) {
 
 void ConnectionCore::ProtocolViolation() {
   ++m_context.stats.droppedProtocolViolation;
-  if (++m_violations > kMaxViolations) {
+  if (++MakeCold().violations > kMaxViolations) {
     SendAbortPacket(CloseCode::ProtocolError);
     Terminate(EngineError::ProtocolError);
   }
@@ -636,8 +652,8 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
     case TimerKind::ConnectionDeadline:
       // RFC 9001 6.5: three PTOs after an update, a packet reordered across it has arrived or
       // been declared lost (and its data resent under the new key): the old key can go.
-      if (m_previousKeyDeadline != 0 && now >= m_previousKeyDeadline) {
-        m_previousKeyDeadline = 0;
+      if (PreviousKeyDeadline() != 0 && now >= PreviousKeyDeadline()) {
+        m_cold->previousKeyDeadline = 0;
         if (m_keys) m_keys->DiscardPreviousKey();
       }
       if (now < m_idleDeadline) {
@@ -738,14 +754,14 @@ void ConnectionCore::RestartIdleTimer(Microseconds now) {
 
 void ConnectionCore::ArmDeadlineTimer(Microseconds now) {
   const Microseconds deadline =
-      m_previousKeyDeadline != 0 ? std::min(m_idleDeadline, m_previousKeyDeadline) : m_idleDeadline;
+      PreviousKeyDeadline() != 0 ? std::min(m_idleDeadline, PreviousKeyDeadline()) : m_idleDeadline;
   ArmTimer(TimerKind::ConnectionDeadline, deadline, now);
 }
 
 void ConnectionCore::AfterKeyUse(Microseconds now) {
   if (!m_keys->TakePhaseChange()) return;
   // A later update before the deadline restarts it: the key it keeps is the newer one.
-  m_previousKeyDeadline = now + 3 * m_loss.ProbeTimeout();
+  MakeCold().previousKeyDeadline = now + 3 * m_loss.ProbeTimeout();
   ArmDeadlineTimer(now);
 }
 
@@ -1065,7 +1081,7 @@ void ConnectionCore::WaitClosed(CloseHandler handler) {
   if (m_endReason != EngineError::None) {
     Complete(handler, m_endReason);
   } else {
-    m_closeWaiters.push_back(std::move(handler));
+    MakeCold().closeWaiters.push_back(std::move(handler));
   }
 }
 
@@ -1109,8 +1125,10 @@ void ConnectionCore::CompletePendingOperations() {
     m_sending->pending.Clear();
   }
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
-  for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
-  m_closeWaiters.clear();
+  if (m_cold) {
+    for (auto& waiter : m_cold->closeWaiters) Complete(waiter, m_endReason);
+    m_cold->closeWaiters.clear();
+  }
 }
 
 void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {

@@ -102,7 +102,7 @@ class ConnectionCore final : private IPacketFate {
                          const std::uint8_t* clientToken, std::size_t clientTokenSize,
                          Microseconds now);
   // Server side of an encrypted connection: the client's token (empty: none).
-  const std::vector<std::uint8_t>& ClientToken() const noexcept { return m_clientToken; }
+  const std::vector<std::uint8_t>& ClientToken() const noexcept;
   // Client: the server's SecureWelcome (datagram: all of it, opened in a copy). True if it
   // established the connection; a Welcome that does not open ends it with AuthenticationFailed.
   bool OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram, std::size_t size,
@@ -246,7 +246,7 @@ class ConnectionCore final : private IPacketFate {
   void CancelTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
-  // m_previousKeyDeadline (when set).
+  // the previous key phase's deadline (when set).
   void ArmDeadlineTimer(Microseconds now);
   // After the keys sealed or opened a packet: if that changed the key phase, the previous
   // phase's key is to go 3 PTOs from now.
@@ -273,9 +273,6 @@ class ConnectionCore final : private IPacketFate {
   Address m_remote;
   const ConnectionSlot m_slot;
 
-  // Handshake (client).
-  bool m_haveCookie = false;
-  std::array<std::uint8_t, kCookieSize> m_cookie{};
   // Encryption. Client, while connecting: its ephemeral key and the key schedule after "e, es".
   struct ClientHandshake {
     explicit ClientHandshake(const X25519Key& serverKey) : schedule(serverKey) {}
@@ -283,17 +280,40 @@ class ConnectionCore final : private IPacketFate {
     KeySchedule schedule;
     PacketKey helloKey;
   };
-  std::unique_ptr<ClientHandshake> m_clientHandshake;
-  std::unique_ptr<SecureStart> m_secureStart;  // server: to repeat its Welcome (secrets wiped)
-  std::unique_ptr<ConnectionKeys> m_keys;      // an encrypted connection's packet keys
-  std::vector<std::uint8_t> m_clientToken;     // server: the client's, from its handshake
+  // What a plaintext server connection that is established and quiet never uses, made on first
+  // use: the client's handshake, the encrypted handshake's leftovers, close waiters, the
+  // bookkeeping of duplicates and violations. Every idle connection pays 8 bytes for it, not 130.
+  struct Cold {
+    // Handshake (client).
+    bool haveCookie = false;
+    unsigned handshakeAttempts = 0;
+    std::array<std::uint8_t, kCookieSize> cookie{};
+    std::unique_ptr<ClientHandshake> clientHandshake;
+    std::unique_ptr<SecureStart> secureStart;  // server: to repeat its Welcome (secrets wiped)
+    std::vector<std::uint8_t> clientToken;     // server: the client's, from its handshake
+    // When the previous key phase's receive key goes (0: none held, or plaintext). It shares
+    // the ConnectionDeadline timer: a key update costs no timer of its own.
+    Microseconds previousKeyDeadline = 0;
+    std::vector<CloseHandler> closeWaiters;
+    unsigned violations = 0;
+    // Reflection bound: immediate ACKs for duplicates at most once per RTT, and their bytes at
+    // most kReflectionFactor times the duplicates' bytes.
+    Microseconds nextDuplicateAck = 0;
+    std::uint64_t duplicateBytesReceived = 0;
+    std::uint64_t duplicateAckBytesSent = 0;
+  };
+  std::unique_ptr<Cold> m_cold;
+  Cold& MakeCold();
+  Microseconds PreviousKeyDeadline() const noexcept {
+    return m_cold ? m_cold->previousKeyDeadline : 0;
+  }
+  std::unique_ptr<ConnectionKeys> m_keys;  // an encrypted connection's packet keys
   void PrepareClientHandshake();
   // Plaintext packets of a connection that is, or is becoming, encrypted are dropped.
   bool ExpectsEncryption() const noexcept {
-    return m_keys != nullptr || m_clientHandshake != nullptr;
+    return m_keys != nullptr || (m_cold && m_cold->clientHandshake);
   }
   ResetToken m_peerResetToken{};
-  unsigned m_handshakeAttempts = 0;
   std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 
   // Sending. The stream's send side is made by the first Send: a connection that never sends
@@ -344,13 +364,6 @@ class ConnectionCore final : private IPacketFate {
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;
-  std::vector<CloseHandler> m_closeWaiters;
-  unsigned m_violations = 0;
-  // Reflection bound: immediate ACKs for duplicates at most once per RTT, and their bytes at most
-  // kReflectionFactor times the duplicates' bytes.
-  Microseconds m_nextDuplicateAck = 0;
-  std::uint64_t m_duplicateBytesReceived = 0;
-  std::uint64_t m_duplicateAckBytesSent = 0;
   // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
   // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not
@@ -367,9 +380,6 @@ class ConnectionCore final : private IPacketFate {
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;
-  // When the previous key phase's receive key goes (0: none held, or plaintext). It shares the
-  // ConnectionDeadline timer: a key update costs no timer of its own.
-  Microseconds m_previousKeyDeadline = 0;
 
   // What GetStatistics reports beyond LossRecovery's figures. Kept apart from
   // ConnectionStatistics (whose RTT and congestion fields come from LossRecovery) because every

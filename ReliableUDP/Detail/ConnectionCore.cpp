@@ -724,6 +724,13 @@ bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
   return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
 }
 
+void ConnectionCore::DestroyTimer(TimerKind kind) {
+  TimerHandle& timer = m_timers[Index(kind)];
+  if (timer.IsNull()) return;
+  m_context.timers.DestroyTimer(timer);  // an expiry already detached is ignored (m_armedMs)
+  m_armedMs[Index(kind)] = 0;
+}
+
 void ConnectionCore::CancelTimer(TimerKind kind) {
   auto& armed = m_armedMs[Index(kind)];
   if (armed == 0 || m_timers[Index(kind)].IsNull()) return;
@@ -794,7 +801,10 @@ void ConnectionCore::UpdateLossTimer(Microseconds now) {
   if (deadline) {
     ArmTimer(TimerKind::LossDetection, *deadline, now);
   } else {
-    CancelTimer(TimerKind::LossDetection);
+    // Nothing in flight: the timer's record goes back to the queue. An idle connection needs
+    // this timer only while its keepalive PING is in flight, so the queue holds two timers per
+    // idle connection (keepalive and deadline), not three.
+    DestroyTimer(TimerKind::LossDetection);
   }
 }
 

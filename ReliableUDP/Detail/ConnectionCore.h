@@ -244,6 +244,8 @@ class ConnectionCore final : private IPacketFate {
   // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
   void ForgetAcknowledgedAckRanges(const AckFrame& ack);
   void CancelTimer(TimerKind kind);
+  // Cancels it and gives its record back to the queue (made again on the next arming).
+  void DestroyTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
   // the previous key phase's deadline (when set).
@@ -372,7 +374,8 @@ class ConnectionCore final : private IPacketFate {
   Microseconds m_oldestDataSince = 0;
 
   // Timers.
-  // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
+  // Created on first use: an idle connection never needs its pacing or delayed-ACK timer, and
+  // its loss-detection timer only while a keepalive is in flight (UpdateLossTimer).
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
   Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)

@@ -43,7 +43,10 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   if (ackEliciting) {
     ++m_unackedElicitingCount;
     if (m_unackedElicitingCount >= kAckElicitingThreshold) m_ackNow = true;
-    if (!m_deadline) m_deadline = now + m_maxAckDelay;  // RFC 9000 13.2.1: max_ack_delay
+    if (!m_hasDeadline) {
+      m_deadline = now + m_maxAckDelay;  // RFC 9000 13.2.1: max_ack_delay
+      m_hasDeadline = true;
+    }
   }
 
   // Bounded memory: an ACK frame carries at most kMaxAckRanges ranges, so older ones are
@@ -69,7 +72,10 @@ void AckTracker::RequestImmediateAck() noexcept {
 
 bool AckTracker::AckNow() const noexcept { return m_ackNow; }
 
-std::optional<Microseconds> AckTracker::AckDeadline() const noexcept { return m_deadline; }
+std::optional<Microseconds> AckTracker::AckDeadline() const noexcept {
+  if (!m_hasDeadline) return std::nullopt;
+  return m_deadline;
+}
 
 bool AckTracker::HasAnythingToAck() const noexcept { return m_anythingToAck; }
 
@@ -96,7 +102,7 @@ void AckTracker::OnAckAcknowledged(PacketNumber largest) noexcept {
 
 void AckTracker::OnAckSent() noexcept {
   m_ackNow = false;
-  m_deadline.reset();
+  m_hasDeadline = false;
   m_unackedElicitingCount = 0;
   m_anythingToAck = false;
 }

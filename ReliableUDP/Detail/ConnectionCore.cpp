@@ -482,8 +482,8 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
 bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
                                    std::size_t datagramSize, Microseconds now) {
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
-    ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
     Cold& cold = MakeCold();
+    ++cold.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
     cold.duplicateBytesReceived += datagramSize;
     // Our ACK may have been lost: send another at once. But a replay must not make us a
     // reflector: at most one such ACK per RTT, and their bytes at most kReflectionFactor times
@@ -860,7 +860,7 @@ void ConnectionCore::Flush(Microseconds now) {
   if (m_sending && NextNewOffset() < m_sending->buffer.AppendedEnd() &&
       NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
     m_flowControlBlocked = true;
-    ++m_stats.flowControlStalls;
+    ++m_sending->flowControlStalls;
   }
   if (m_phase == Phase::Closed) return;
   UpdateLossTimer(now);
@@ -916,10 +916,10 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
         sent.streamSize = static_cast<std::uint32_t>(written);
         ackEliciting = true;
         if (range.retransmission) {
-          m_stats.streamBytesRetransmitted += written;
-          ++m_stats.packetsRetransmitted;
+          m_sending->streamBytesRetransmitted += written;
+          ++m_sending->packetsRetransmitted;
         } else {
-          m_stats.streamBytesSent += written;
+          m_sending->streamBytesSent += written;
         }
       }
     }
@@ -1002,7 +1002,7 @@ void ConnectionCore::PumpSends() {
     }
     send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);
     if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
-    ++m_stats.messagesSent;
+    ++m_sending->messagesSent;
     Complete(send.handler, EngineError::None);
     pending.Pop();
   }
@@ -1186,13 +1186,15 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.packetsReceived = m_stats.packetsReceived;
   stats.bytesSent = m_stats.bytesSent;
   stats.bytesReceived = m_stats.bytesReceived;
-  stats.messagesSent = m_stats.messagesSent;
   stats.messagesReceived = m_stats.messagesReceived;
-  stats.streamBytesSent = m_stats.streamBytesSent;
-  stats.streamBytesRetransmitted = m_stats.streamBytesRetransmitted;
-  stats.packetsRetransmitted = m_stats.packetsRetransmitted;
-  stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
-  stats.flowControlStalls = m_stats.flowControlStalls;
+  if (m_sending) {
+    stats.messagesSent = m_sending->messagesSent;
+    stats.streamBytesSent = m_sending->streamBytesSent;
+    stats.streamBytesRetransmitted = m_sending->streamBytesRetransmitted;
+    stats.packetsRetransmitted = m_sending->packetsRetransmitted;
+    stats.flowControlStalls = m_sending->flowControlStalls;
+  }
+  if (m_cold) stats.duplicatePacketsReceived = m_cold->duplicatePacketsReceived;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
   stats.encrypted = m_keys != nullptr;
   stats.aes256Gcm = m_keys != nullptr && m_keys->Algorithm() == AeadAlgorithm::Aes256Gcm;

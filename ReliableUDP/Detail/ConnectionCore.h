@@ -303,6 +303,7 @@ class ConnectionCore final : private IPacketFate {
     Microseconds nextDuplicateAck = 0;
     std::uint64_t duplicateBytesReceived = 0;
     std::uint64_t duplicateAckBytesSent = 0;
+    std::uint64_t duplicatePacketsReceived = 0;  // statistics
   };
   std::unique_ptr<Cold> m_cold;
   Cold& MakeCold();
@@ -324,6 +325,12 @@ class ConnectionCore final : private IPacketFate {
     Sending(ChunkPool& pool, std::size_t capacity) : buffer(pool, capacity) {}
     SendBuffer buffer;
     VectorQueue<PendingSend> pending;
+    // Statistics of the stream's send side.
+    std::uint64_t messagesSent = 0;
+    std::uint64_t streamBytesSent = 0;
+    std::uint64_t streamBytesRetransmitted = 0;
+    std::uint64_t packetsRetransmitted = 0;
+    std::uint32_t flowControlStalls = 0;
   };
   std::unique_ptr<Sending> m_sending;
   Sending& MakeSending();
@@ -363,11 +370,11 @@ class ConnectionCore final : private IPacketFate {
   std::array<SentAck, 8> m_sentAcks{};
   std::uint8_t m_sentAckPending = 0;  // bit i: m_sentAcks[i] is not acknowledged yet
   std::uint8_t m_nextSentAck = 0;
-  std::uint64_t m_advertisedMaxData = 0;
-  VectorQueue<PendingReceive> m_pendingReceives;
   bool m_receivesAbandoned = false;
   // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
+  std::uint64_t m_advertisedMaxData = 0;
+  VectorQueue<PendingReceive> m_pendingReceives;
   // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not
   // known yet, or nothing waits): it must move within the idle timeout (slowloris).
   std::uint64_t m_ackedPrefixSeen = 0;
@@ -386,19 +393,14 @@ class ConnectionCore final : private IPacketFate {
 
   // What GetStatistics reports beyond LossRecovery's figures. Kept apart from
   // ConnectionStatistics (whose RTT and congestion fields come from LossRecovery) because every
-  // idle connection pays for each byte here.
+  // idle connection pays for each byte here: the send side's counters are in Sending, those of
+  // duplicates in Cold.
   struct Counters {
     std::uint64_t packetsSent = 0;
     std::uint64_t packetsReceived = 0;
     std::uint64_t bytesSent = 0;
     std::uint64_t bytesReceived = 0;
-    std::uint64_t messagesSent = 0;
     std::uint64_t messagesReceived = 0;
-    std::uint64_t streamBytesSent = 0;
-    std::uint64_t streamBytesRetransmitted = 0;
-    std::uint64_t packetsRetransmitted = 0;
-    std::uint64_t duplicatePacketsReceived = 0;
-    std::uint32_t flowControlStalls = 0;
     std::array<std::uint32_t, kTimerKindCount> timerArmed{};
     std::array<std::uint32_t, kTimerKindCount> timerFired{};
   };

@@ -68,7 +68,7 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
                                  context.options.pacing,
                                  context.options.congestionControl == CongestionControl::Bbr}),
       m_packetNumbers(context.secrets.Next()),
-      m_sendDatagramSize(context.options.maxDatagramSize),
+      m_sendDatagramSize(static_cast<std::uint32_t>(context.options.maxDatagramSize)),
       m_peerMaxMessageSize(context.options.maxMessageSize),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
@@ -342,7 +342,7 @@ void ConnectionCore::SendWelcome() {
 
 void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseconds now) {
   m_peerIdleTimeoutMs = peer.idleTimeoutMs;
-  m_sendDatagramSize = static_cast<std::size_t>(
+  m_sendDatagramSize = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
   m_peerMaxMessageSize = peer.maxMessageSize;
   m_peerMaxData = peer.initialMaxData;
@@ -516,7 +516,7 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // (A side that has just sent one does not answer with another: no ping-pong.)
     const Microseconds quiet =
         std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
-    if (now - m_lastAckElicitingSent > quiet) m_pingPending = true;
+    if (now - m_loss.LastAckElicitingSent() > quiet) m_pingPending = true;
   }
   return true;
 }
@@ -935,10 +935,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   sent.size = static_cast<std::uint32_t>(Transmit(writer));
   sent.ackEliciting = ackEliciting;
   m_loss.OnPacketSent(sent);
-  if (ackEliciting) {
-    m_lastAckElicitingSent = now;
-    RestartKeepaliveTimer(now);
-  }
+  if (ackEliciting) RestartKeepaliveTimer(now);
 }
 
 void ConnectionCore::SendAbortPacket(CloseCode code) {

@@ -122,6 +122,8 @@ class LossRecovery {
   Microseconds NextSendTime(Microseconds now) const noexcept;
 
   bool HasAckElicitingInFlight() const noexcept { return m_ackElicitingInFlight > 0; }
+  // When the latest ack-eliciting packet was sent (0: none yet).
+  Microseconds LastAckElicitingSent() const noexcept { return m_lastAckElicitingSent; }
   // The smoothed RTT, or kInitialRtt before a sample.
   Microseconds SmoothedRtt() const noexcept {
     return m_rtt.HasSample() ? m_rtt.Smoothed() : kInitialRtt;

@@ -587,11 +587,11 @@ void ConnectionCore::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
   // A packet with stream data was sent from m_sending, so it exists.
   if (packet.streamSize > 0) m_sending->buffer.OnAcked(packet.streamOffset, packet.streamSize);
-  if (AckedPrefix() != m_ackedPrefixSeen) {
+  if (m_sending && m_sending->buffer.AckedPrefix() != m_sending->ackedPrefixSeen) {
     // The oldest waiting byte moved: the next one waits from now (RestartIdleTimer, which
     // this progress calls), if any waits.
-    m_ackedPrefixSeen = AckedPrefix();
-    m_oldestDataSince = 0;
+    m_sending->ackedPrefixSeen = m_sending->buffer.AckedPrefix();
+    m_sending->oldestDataSince = 0;
   }
   if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
@@ -752,9 +752,9 @@ void ConnectionCore::RestartIdleTimer(Microseconds now) {
   // Slowloris (RFC 9000 21.6): a peer that acknowledges our PINGs but never our data keeps
   // the connection "live" while its send buffer stays full. The oldest unacknowledged stream
   // byte must move within the idle timeout too.
-  if (AckedPrefix() < NextNewOffset()) {
-    if (m_oldestDataSince == 0) m_oldestDataSince = now;
-    m_idleDeadline = std::min(m_idleDeadline, m_oldestDataSince + IdleTimeout());
+  if (AckedPrefix() < NextNewOffset()) {  // then m_sending exists
+    if (m_sending->oldestDataSince == 0) m_sending->oldestDataSince = now;
+    m_idleDeadline = std::min(m_idleDeadline, m_sending->oldestDataSince + IdleTimeout());
   }
   ArmDeadlineTimer(now);
 }
@@ -911,7 +911,8 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
       if (std::uint8_t* bytes = writer.AppendStreamHeader(range.offset, range.size, &written)) {
         m_sending->buffer.Read(range.offset, written, bytes);  // straight into the datagram
         m_sending->buffer.OnSent(range.offset, written);
-        if (m_oldestDataSince == 0) m_oldestDataSince = now;  // nothing was waiting before
+        // Nothing was waiting before.
+        if (m_sending->oldestDataSince == 0) m_sending->oldestDataSince = now;
         sent.streamOffset = range.offset;
         sent.streamSize = static_cast<std::uint32_t>(written);
         ackEliciting = true;

@@ -325,6 +325,10 @@ class ConnectionCore final : private IPacketFate {
     Sending(ChunkPool& pool, std::size_t capacity) : buffer(pool, capacity) {}
     SendBuffer buffer;
     VectorQueue<PendingSend> pending;
+    // Since when the oldest unacknowledged stream byte (ackedPrefixSeen) has waited (0: not
+    // known yet, or nothing waits): it must move within the idle timeout (slowloris).
+    std::uint64_t ackedPrefixSeen = 0;
+    Microseconds oldestDataSince = 0;
     // Statistics of the stream's send side.
     std::uint64_t messagesSent = 0;
     std::uint64_t streamBytesSent = 0;
@@ -375,10 +379,6 @@ class ConnectionCore final : private IPacketFate {
   bool m_progress = false;
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
-  // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not
-  // known yet, or nothing waits): it must move within the idle timeout (slowloris).
-  std::uint64_t m_ackedPrefixSeen = 0;
-  Microseconds m_oldestDataSince = 0;
 
   // Timers.
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer, and

@@ -30,30 +30,32 @@ std::unique_ptr<ICongestionController> MakeController(const LossRecoveryOptions&
 
 // Every controller starts with NewReno's initial window (Bbr and the known path's shadow too).
 LossRecovery::LossRecovery(const LossRecoveryOptions& options)
-    : m_options(options),
+    : m_maxDatagramSize(static_cast<std::uint32_t>(options.maxDatagramSize)),
+      m_congestionControl(options.congestionControl),
+      m_pacing(options.pacing),
+      m_modelBased(options.modelBased),
       m_pacer(options.maxDatagramSize, NewReno::InitialWindow(options.maxDatagramSize),
               m_rtt.PacingRtt()) {
-  assert(m_options.maxDatagramSize > 0);
+  assert(options.maxDatagramSize > 0 && options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
 }
 
 LossRecovery::~LossRecovery() = default;
 
-bool LossRecovery::ControllerSaw(const SentPacket& packet) const noexcept {
-  return m_congestion != nullptr && packet.packetNumber >= m_controllerSince;
+LossRecoveryOptions LossRecovery::Options() const noexcept {
+  return LossRecoveryOptions{m_maxDatagramSize, m_congestionControl, m_pacing, m_modelBased};
 }
 
 std::uint64_t LossRecovery::Window() const noexcept {
-  return m_congestion ? m_congestion->Window() : NewReno::InitialWindow(m_options.maxDatagramSize);
+  return m_congestion ? m_congestion->Window() : NewReno::InitialWindow(m_maxDatagramSize);
 }
 
 bool LossRecovery::LimitsSending() const noexcept {
-  return m_congestion ? m_congestion->LimitsSending() : m_options.congestionControl;
+  return m_congestion ? m_congestion->LimitsSending() : m_congestionControl;
 }
 
 double LossRecovery::PacingRate() const noexcept {
   if (m_congestion) return m_congestion->PacingRate();
-  return m_options.congestionControl && m_options.modelBased
-             ? Bbr::InitialPacingRate(m_options.maxDatagramSize)
+  return m_congestionControl && m_modelBased ? Bbr::InitialPacingRate(m_maxDatagramSize)
              : 0.0;
 }
 
@@ -83,8 +85,7 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   if (!m_congestion && !packet.pingOnly) {
     // The first packet that carries more than a PING: the controller starts here, told what it
     // would have been told of the application's limit so far.
-    m_congestion = MakeController(m_options);
-    m_controllerSince = packet.packetNumber;
+    m_congestion = MakeController(Options());
     if (m_appLimitedBeforeController) {
       m_congestion->OnApplicationLimited(m_appLimitedInFlight);
       m_appLimitedBeforeController = false;
@@ -93,7 +94,11 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   m_log.Push(packet);
   m_nextPacketNumber = packet.packetNumber + 1;
   m_bytesInFlight += packet.size;
-  if (m_congestion) m_congestion->OnPacketSent(m_log.At(m_log.Count() - 1).packet, m_bytesInFlight);
+  if (m_congestion) {
+    SentPacket& logged = m_log.At(m_log.Count() - 1).packet;
+    logged.controllerSaw = true;
+    m_congestion->OnPacketSent(logged, m_bytesInFlight);
+  }
   ++m_ackElicitingInFlight;
   if (packet.pingOnly) ++m_pingOnlyInFlight;
   m_lastAckElicitingSent = packet.timeSent;
@@ -155,7 +160,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
         m_bytesInFlight -= packet.size;
         --m_ackElicitingInFlight;
         if (packet.pingOnly) --m_pingOnlyInFlight;
-        if (ControllerSaw(packet)) m_congestion->OnPacketAcked(packet, now);
+        if (packet.controllerSaw) m_congestion->OnPacketAcked(packet, now);
       }
       // RFC 9002 5.1: sample only when the largest acknowledged is newly acknowledged and
       // ack-eliciting (every recorded packet is).
@@ -234,7 +239,7 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
     if (packet.pingOnly) --m_pingOnlyInFlight;
     fate.OnPacketLost(packet);
     // What the controller never saw sent (PINGs before it existed) is no news to it.
-    if (!ControllerSaw(packet)) continue;
+    if (!packet.controllerSaw) continue;
     anyLost = true;
     lostBytes += packet.size;
     largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
@@ -336,7 +341,7 @@ void LossRecovery::DiscardAll() noexcept {
 
 bool LossRecovery::Paced() const noexcept {
   // A model-based controller is rate-based: it always paces.
-  return (m_options.pacing || m_options.modelBased) && LimitsSending();
+  return (m_pacing || m_modelBased) && LimitsSending();
 }
 
 void LossRecovery::RefillPacer(Microseconds now) noexcept {

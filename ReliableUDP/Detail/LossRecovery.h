@@ -150,8 +150,6 @@ class LossRecovery {
   std::uint64_t Window() const noexcept;
   bool LimitsSending() const noexcept;
   double PacingRate() const noexcept;
-  // Whether the controller was told this packet was sent.
-  bool ControllerSaw(const SentPacket& packet) const noexcept;
   bool Paced() const noexcept;
   void RefillPacer(Microseconds now) noexcept;
   // Declares losses, tells the controller; true if the window was reduced or collapsed.
@@ -159,11 +157,16 @@ class LossRecovery {
   bool InPersistentCongestion(std::size_t firstIndex, std::size_t lastIndex) const noexcept;
   void Settle(Microseconds now) noexcept;  // hints and trimming after states changed
 
-  LossRecoveryOptions m_options;
+  LossRecoveryOptions Options() const noexcept;
+
+  // The options, in 8 bytes instead of 16 (every connection has them).
+  std::uint32_t m_maxDatagramSize;
+  bool m_congestionControl;
+  bool m_pacing;
+  bool m_modelBased;
   SentPacketLog m_log;
   RttEstimator m_rtt;
   std::unique_ptr<ICongestionController> m_congestion;  // null until needed (see above)
-  PacketNumber m_controllerSince = 0;  // the first packet the controller was told of
   // The application ran out of data before the controller existed: the controller is told so
   // when made, with the bytes in flight then (m_appLimitedBeforeController, below).
   std::uint64_t m_appLimitedInFlight = 0;

@@ -29,6 +29,9 @@ struct SentPacket {
   // Its one ack-eliciting frame is a PING (a keepalive, a liveness PING, a probe of those): a
   // flight of nothing else is probed with a floor under its timeout (LossRecovery).
   bool pingOnly = false;
+  // LossRecovery's: the congestion controller was told it was sent (it does not exist yet while a
+  // connection has sent nothing but PINGs).
+  bool controllerSaw = false;
 };
 
 // A ring of records, oldest first, packet numbers ascending with the index. Each record is

@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace timerwheel::rudp::detail {
@@ -341,7 +342,9 @@ void ConnectionCore::SendWelcome() {
 }
 
 void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseconds now) {
-  m_peerIdleTimeoutMs = peer.idleTimeoutMs;
+  // Clamped: ours is a 32-bit count of milliseconds, and the smaller of the two is used.
+  m_peerIdleTimeoutMs = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(peer.idleTimeoutMs, std::numeric_limits<std::uint32_t>::max()));
   m_sendDatagramSize = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
   m_peerMaxMessageSize = peer.maxMessageSize;

@@ -317,7 +317,6 @@ class ConnectionCore final : private IPacketFate {
     return m_keys != nullptr || (m_cold && m_cold->clientHandshake);
   }
   ResetToken m_peerResetToken{};
-  std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 
   // Sending. The stream's send side is made by the first Send: a connection that never sends
   // (an idle one) holds 8 bytes for it, not 150.
@@ -377,6 +376,7 @@ class ConnectionCore final : private IPacketFate {
   bool m_receivesAbandoned = false;
   // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
+  std::uint32_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters (clamped)
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;
 

@@ -84,10 +84,11 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   m_pacer.OnPacketSent(packet.size);
   if (!m_congestion && !packet.pingOnly) {
     // The first packet that carries more than a PING: the controller starts here, told what it
-    // would have been told of the application's limit so far.
+    // would have been told of the application's limit so far (with what is in flight now: only
+    // PINGs can be, usually nothing).
     m_congestion = MakeController(Options());
     if (m_appLimitedBeforeController) {
-      m_congestion->OnApplicationLimited(m_appLimitedInFlight);
+      m_congestion->OnApplicationLimited(m_bytesInFlight);
       m_appLimitedBeforeController = false;
     }
   }
@@ -109,7 +110,6 @@ void LossRecovery::OnApplicationLimited() noexcept {
     m_congestion->OnApplicationLimited(m_bytesInFlight);
   } else {
     m_appLimitedBeforeController = true;
-    m_appLimitedInFlight = m_bytesInFlight;
   }
 }
 

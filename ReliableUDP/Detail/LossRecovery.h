@@ -167,18 +167,17 @@ class LossRecovery {
   SentPacketLog m_log;
   RttEstimator m_rtt;
   std::unique_ptr<ICongestionController> m_congestion;  // null until needed (see above)
-  // The application ran out of data before the controller existed: the controller is told so
-  // when made, with the bytes in flight then (m_appLimitedBeforeController, below).
-  std::uint64_t m_appLimitedInFlight = 0;
   Pacer m_pacer;
   std::uint64_t m_bytesInFlight = 0;
-  std::uint64_t m_ackElicitingInFlight = 0;
-  std::uint64_t m_pingOnlyInFlight = 0;  // of those, the ones with nothing but a PING
+  // Packets in flight (32 bits: each has a record in the log, far fewer than 2^32).
+  std::uint32_t m_ackElicitingInFlight = 0;
+  std::uint32_t m_pingOnlyInFlight = 0;  // of those, the ones with nothing but a PING
   Microseconds m_pingProbeFloor = 0;
   PacketNumber m_largestAcked = 0;
   PacketNumber m_nextPacketNumber = 0;  // one past the largest sent
   unsigned m_ptoCount = 0;
   bool m_anyAcked = false;
+  // The application ran out of data before the controller existed: it is told so when made.
   bool m_appLimitedBeforeController = false;
   Microseconds m_lastAckElicitingSent = 0;
   Microseconds m_lossTime = 0;  // 0: none

@@ -72,7 +72,7 @@ void SentPacketLog::Push(const SentPacket& packet) {
 }
 
 void SentPacketLog::PopFront() noexcept {
-  m_head = (m_head + 1) & (m_ring.size() - 1);
+  m_head = static_cast<std::uint32_t>((m_head + 1) & (m_ring.size() - 1));
   --m_count;
   ++m_frontSequence;
 }

@@ -102,8 +102,9 @@ class SentPacketLog {
   }
 
   std::vector<Record> m_ring;  // capacity a power of two (or 0), indexed modulo its size
-  std::size_t m_head = 0;
-  std::size_t m_count = 0;
+  // 32 bits: a log holds far fewer records (each is 88 bytes), and every connection has one.
+  std::uint32_t m_head = 0;
+  std::uint32_t m_count = 0;
   // Every record pushed gets the next sequence number; the front record has m_frontSequence, so
   // index i is sequence m_frontSequence + i (links survive PopFront and the ring's growth).
   std::uint64_t m_frontSequence = 0;

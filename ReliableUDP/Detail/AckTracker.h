@@ -64,7 +64,7 @@ class AckTracker {
   bool m_anyReceived = false;
   bool m_ackNow = false;
   bool m_anythingToAck = false;
-  bool m_hasDeadline = false;   // a delayed-ACK deadline runs: m_deadline
+  bool m_hasDeadline = false;  // a delayed-ACK deadline runs: m_deadline
   Microseconds m_deadline = 0;
   std::uint64_t m_duplicates = 0;
 };

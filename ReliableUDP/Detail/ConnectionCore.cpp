@@ -91,7 +91,8 @@ const std::vector<std::uint8_t>& ConnectionCore::ClientToken() const noexcept {
 }
 
 ConnectionCore::Sending& ConnectionCore::MakeSending() {
-  if (!m_sending) m_sending = std::make_unique<Sending>(m_context.pool, m_context.options.sendBufferSize);
+  if (!m_sending)
+    m_sending = std::make_unique<Sending>(m_context.pool, m_context.options.sendBufferSize);
   return *m_sending;
 }
 
@@ -1020,8 +1021,8 @@ void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler 
 void ConnectionCore::PumpReceives() {
   if (m_receivesAbandoned) {
     // Nobody can read these any more; consuming them keeps the peer's window open.
-    while (m_receiveBuffer &&
-           m_receiveBuffer->ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
+    while (m_receiveBuffer && m_receiveBuffer->ReadMessage(m_context.discarded) ==
+                                  ReceiveBuffer::ReadResult::Message) {
     }
   }
   const bool deliverBuffered = m_endReason == EngineError::None ||

@@ -354,7 +354,7 @@ class ConnectionCore final : private IPacketFate {
   bool m_peerClosed = false;  // the peer's CLOSE arrived: it will send nothing more
   EngineError m_closeReason = EngineError::None;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
-  bool m_keepaliveBusy = false;  // (timers) the last keepalive arming found the timer armed
+  bool m_keepaliveBusy = false;        // (timers) the last keepalive arming found the timer armed
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
 
   // Receiving. The stream's receive buffer is made by the first STREAM frame (an idle connection
@@ -385,7 +385,7 @@ class ConnectionCore final : private IPacketFate {
   // its loss-detection timer only while a keepalive is in flight (UpdateLossTimer).
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
-  Microseconds m_keepaliveDeadline = 0;  // the latest asked for (KeepaliveMayStay)
+  Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;

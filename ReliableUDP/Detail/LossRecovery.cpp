@@ -36,7 +36,8 @@ LossRecovery::LossRecovery(const LossRecoveryOptions& options)
       m_modelBased(options.modelBased),
       m_pacer(options.maxDatagramSize, NewReno::InitialWindow(options.maxDatagramSize),
               m_rtt.PacingRtt()) {
-  assert(options.maxDatagramSize > 0 && options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
+  assert(options.maxDatagramSize > 0 &&
+         options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
 }
 
 LossRecovery::~LossRecovery() = default;
@@ -55,8 +56,7 @@ bool LossRecovery::LimitsSending() const noexcept {
 
 double LossRecovery::PacingRate() const noexcept {
   if (m_congestion) return m_congestion->PacingRate();
-  return m_congestionControl && m_modelBased ? Bbr::InitialPacingRate(m_maxDatagramSize)
-             : 0.0;
+  return m_congestionControl && m_modelBased ? Bbr::InitialPacingRate(m_maxDatagramSize) : 0.0;
 }
 
 const CongestionStatistics& LossRecovery::CongestionControllerStatistics() const noexcept {

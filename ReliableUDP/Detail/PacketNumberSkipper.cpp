@@ -19,7 +19,7 @@ std::uint64_t PacketNumberSkipper::Random() noexcept {
 }
 
 void PacketNumberSkipper::ScheduleSkip() noexcept {
-  m_nextSkip = m_next + 1 + Random() % (2 * m_meanGap);
+  m_nextSkip = m_next + 1 + Random() % (2 * std::uint64_t{m_meanGap});
 }
 
 void PacketNumberSkipper::Advance() noexcept {
@@ -28,7 +28,7 @@ void PacketNumberSkipper::Advance() noexcept {
   m_skipped[m_skippedCount % kRemembered] = static_cast<std::uint32_t>(m_next);
   ++m_skippedCount;
   ++m_next;
-  m_meanGap = static_cast<std::uint32_t>(std::min<std::uint64_t>(m_meanGap * 2, kMaxMeanGap));
+  m_meanGap = static_cast<std::uint32_t>(std::min(std::uint64_t{m_meanGap} * 2, kMaxMeanGap));
   ScheduleSkip();
 }
 

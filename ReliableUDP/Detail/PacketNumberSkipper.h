@@ -42,7 +42,8 @@ class PacketNumberSkipper {
   // A remembered skipped number, from its low 32 bits: it is less than kRemembered + 1 gaps of
   // at most 2 x kMaxMeanGap below m_next, far closer than 2^32.
   PacketNumber Skipped(std::size_t index) const noexcept {
-    return m_next - static_cast<std::uint32_t>(static_cast<std::uint32_t>(m_next) - m_skipped[index]);
+    return m_next -
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(m_next) - m_skipped[index]);
   }
 
   std::uint64_t m_state;

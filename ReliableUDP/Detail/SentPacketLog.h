@@ -22,7 +22,7 @@ struct SentPacket {
   Microseconds firstSentTime = 0;  // send time of the packet whose ACK set `deliveredTime`
   std::uint32_t size = 0;          // bytes on the wire
   std::uint32_t streamSize = 0;    // 0: no STREAM frame
-  bool ackEliciting = false;  // carried anything but ACK/padding; only these are in flight
+  bool ackEliciting = false;       // carried anything but ACK/padding; only these are in flight
   bool hasMaxData = false;
   bool hasClose = false;
   bool appLimited = false;  // sent while the application, not the network, limited sending

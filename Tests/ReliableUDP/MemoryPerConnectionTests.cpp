@@ -61,21 +61,21 @@ struct IdleServer {
     {
       const HeapAccount::Charge asServer(&serverHeap);
       for (std::size_t i = 0; i < count; ++i) {
-        serverHost->Accept(
-            [this, pendingReceive](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
-              if (ec) return;
-              if (pendingReceive) {
-                c->AsyncReceive(messages[servers.size()], [](boost::system::error_code) {});
-              }
-              servers.push_back(std::move(c));
-            });
+        serverHost->Accept([this, pendingReceive](boost::system::error_code ec,
+                                                  std::shared_ptr<rudp::Connection> c) {
+          if (ec) return;
+          if (pendingReceive) {
+            c->AsyncReceive(messages[servers.size()], [](boost::system::error_code) {});
+          }
+          servers.push_back(std::move(c));
+        });
       }
     }
     for (std::size_t i = 0; i < count; ++i) {
-      clientHost->Connect(serverHost->Address(),
-                          [this](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
-                            if (!ec) clients.push_back(std::move(c));
-                          });
+      clientHost->Connect(serverHost->Address(), [this](boost::system::error_code ec,
+                                                        std::shared_ptr<rudp::Connection> c) {
+        if (!ec) clients.push_back(std::move(c));
+      });
     }
     established = network.RunFor(
         30 * kSecond, [&] { return clients.size() == count && servers.size() == count; });

@@ -804,11 +804,15 @@ void ConnectionCore::UpdateLossTimer(Microseconds now) {
   const auto deadline = m_loss.LossDetectionDeadline();
   if (deadline) {
     ArmTimer(TimerKind::LossDetection, *deadline, now);
-  } else {
-    // Nothing in flight: the timer's record goes back to the queue. An idle connection needs
-    // this timer only while its keepalive PING is in flight, so the queue holds two timers per
-    // idle connection (keepalive and deadline), not three.
+  } else if (!m_loss.HasController()) {
+    // Nothing in flight, and nothing but PINGs ever sent: the timer's record goes back to the
+    // queue. An idle connection needs this timer only while its keepalive PING is in flight, so
+    // the queue holds two timers per idle connection (keepalive and deadline), not three.
     DestroyTimer(TimerKind::LossDetection);
+  } else {
+    // A connection that carries data keeps it: armed per packet, cancelled per ACK, the
+    // insurance-timer pattern the wheel makes O(1).
+    CancelTimer(TimerKind::LossDetection);
   }
 }
 

@@ -382,7 +382,8 @@ class ConnectionCore final : private IPacketFate {
 
   // Timers.
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer, and
-  // its loss-detection timer only while a keepalive is in flight (UpdateLossTimer).
+  // its loss-detection timer only while a keepalive is in flight (until it sends more than PINGs:
+  // UpdateLossTimer).
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
   Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)

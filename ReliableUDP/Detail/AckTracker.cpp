@@ -6,6 +6,8 @@ namespace timerwheel::rudp::detail {
 namespace {
 // RFC 9000 13.2.2: acknowledge at least every second ack-eliciting packet.
 constexpr unsigned kAckElicitingThreshold = 2;
+// Up to this many ranges the set grows as it needs (see OnPacketReceived).
+constexpr std::size_t kSmallRangeCount = 4;
 }  // namespace
 
 AckTracker::AckTracker(Microseconds maxAckDelay) noexcept : m_maxAckDelay(maxAckDelay) {}
@@ -26,9 +28,11 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
 
   if (pn < m_reportFrom) m_reportFrom = pn;  // the peer must hear of it (see OnAckAcknowledged)
   m_received.Insert(pn, pn + 1);
-  // Once there is a gap (a loss, or a number the peer skipped on purpose), make room for every
-  // range at once: the set then never reallocates, however the gaps come.
-  if (m_received.RangeCount() > 1) m_received.Reserve(kMaxAckRanges + 1);
+  // Once there are a few gaps (losses, or numbers the peer skipped on purpose), make room for
+  // every range at once: the set then never reallocates, however the gaps come. Not at the first
+  // gap: an idle connection, whose peer skips a number every few minutes, would hold room for 33
+  // ranges (528 bytes) to use two or three.
+  if (m_received.RangeCount() > kSmallRangeCount) m_received.Reserve(kMaxAckRanges + 1);
   if (!m_anyReceived || pn > m_largest) {
     m_largest = pn;
     m_largestArrival = now;
@@ -39,7 +43,10 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   if (ackEliciting) {
     ++m_unackedElicitingCount;
     if (m_unackedElicitingCount >= kAckElicitingThreshold) m_ackNow = true;
-    if (!m_deadline) m_deadline = now + m_maxAckDelay;  // RFC 9000 13.2.1: max_ack_delay
+    if (!m_hasDeadline) {
+      m_deadline = now + m_maxAckDelay;  // RFC 9000 13.2.1: max_ack_delay
+      m_hasDeadline = true;
+    }
   }
 
   // Bounded memory: an ACK frame carries at most kMaxAckRanges ranges, so older ones are
@@ -65,7 +72,10 @@ void AckTracker::RequestImmediateAck() noexcept {
 
 bool AckTracker::AckNow() const noexcept { return m_ackNow; }
 
-std::optional<Microseconds> AckTracker::AckDeadline() const noexcept { return m_deadline; }
+std::optional<Microseconds> AckTracker::AckDeadline() const noexcept {
+  if (!m_hasDeadline) return std::nullopt;
+  return m_deadline;
+}
 
 bool AckTracker::HasAnythingToAck() const noexcept { return m_anythingToAck; }
 
@@ -92,7 +102,7 @@ void AckTracker::OnAckAcknowledged(PacketNumber largest) noexcept {
 
 void AckTracker::OnAckSent() noexcept {
   m_ackNow = false;
-  m_deadline.reset();
+  m_hasDeadline = false;
   m_unackedElicitingCount = 0;
   m_anythingToAck = false;
 }

@@ -58,13 +58,14 @@ class AckTracker {
   RangeSet m_received;
   PacketNumber m_floor = 0;       // everything below is treated as received
   PacketNumber m_reportFrom = 0;  // ACK frames leave out the ranges wholly below
-  bool m_anyReceived = false;
   PacketNumber m_largest = 0;
   Microseconds m_largestArrival = 0;
   unsigned m_unackedElicitingCount = 0;
+  bool m_anyReceived = false;
   bool m_ackNow = false;
   bool m_anythingToAck = false;
-  std::optional<Microseconds> m_deadline;
+  bool m_hasDeadline = false;  // a delayed-ACK deadline runs: m_deadline
+  Microseconds m_deadline = 0;
   std::uint64_t m_duplicates = 0;
 };
 

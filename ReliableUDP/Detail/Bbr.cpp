@@ -59,9 +59,14 @@ bool IsProbeBw(CongestionPhase phase) {
 }  // namespace
 
 Bbr::Bbr(std::size_t maxDatagramSize)
-    : m_maxDatagramSize(maxDatagramSize), m_cwnd(NewReno::InitialWindow(maxDatagramSize)) {
+    : m_maxDatagramSize(maxDatagramSize),
+      m_cwnd(NewReno::InitialWindow(maxDatagramSize)),
+      m_pacingRate(InitialPacingRate(maxDatagramSize)) {}
+
+double Bbr::InitialPacingRate(std::size_t maxDatagramSize) noexcept {
   // Draft 4.6.2: before any RTT sample, the initial window over 1 ms, at the Startup gain.
-  m_pacingRate = kStartupPacingGain * static_cast<double>(m_cwnd) * 1e6 / 1000.0;
+  return kStartupPacingGain * static_cast<double>(NewReno::InitialWindow(maxDatagramSize)) * 1e6 /
+         1000.0;
 }
 
 // ---- Events ----

@@ -34,6 +34,8 @@ namespace timerwheel::rudp::detail {
 class Bbr final : public ICongestionController {
  public:
   explicit Bbr(std::size_t maxDatagramSize);
+  // The pacing rate a new controller starts with (bytes per second).
+  static double InitialPacingRate(std::size_t maxDatagramSize) noexcept;
 
   void OnPacketSent(SentPacket& packet, std::uint64_t bytesInFlight) noexcept override;
   void OnPacketAcked(const SentPacket& packet, Microseconds now) noexcept override;

@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace timerwheel::rudp::detail {
@@ -63,19 +64,13 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_jitterState(localId | 1),
       m_remote(remote),
       m_slot(slot),
-      m_sendBuffer(context.pool, context.options.sendBufferSize),
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
                                  context.options.congestionControl != CongestionControl::None,
                                  context.options.pacing,
                                  context.options.congestionControl == CongestionControl::Bbr}),
       m_packetNumbers(context.secrets.Next()),
-      m_sendDatagramSize(context.options.maxDatagramSize),
+      m_sendDatagramSize(static_cast<std::uint32_t>(context.options.maxDatagramSize)),
       m_peerMaxMessageSize(context.options.maxMessageSize),
-      m_receiveBuffer(context.receivePool, context.options.receiveWindow,
-                      context.options.maxMessageSize, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
-                      context.options.maxReceiveMemoryPerConnection,
-                      static_cast<std::size_t>(std::min<std::uint64_t>(
-                          context.options.maxReceiveMemory, ReceiveBuffer::kUnlimited))),
       m_acks(static_cast<Microseconds>(context.options.maxAckDelay) * 1000) {}
 
 ConnectionCore::~ConnectionCore() {
@@ -83,6 +78,50 @@ ConnectionCore::~ConnectionCore() {
   for (auto& timer : m_timers) {
     if (!timer.IsNull()) m_context.timers.DestroyTimer(timer);
   }
+}
+
+ConnectionCore::Cold& ConnectionCore::MakeCold() {
+  if (!m_cold) m_cold = std::make_unique<Cold>();
+  return *m_cold;
+}
+
+const std::vector<std::uint8_t>& ConnectionCore::ClientToken() const noexcept {
+  static const std::vector<std::uint8_t> kNone;
+  return m_cold ? m_cold->clientToken : kNone;
+}
+
+ConnectionCore::Sending& ConnectionCore::MakeSending() {
+  if (!m_sending)
+    m_sending = std::make_unique<Sending>(m_context.pool, m_context.options.sendBufferSize);
+  return *m_sending;
+}
+
+ReceiveBuffer& ConnectionCore::MakeReceiveBuffer() {
+  if (!m_receiveBuffer) {
+    const auto& options = m_context.options;
+    m_receiveBuffer = std::make_unique<ReceiveBuffer>(
+        m_context.receivePool, options.receiveWindow, options.maxMessageSize,
+        ReceiveBuffer::kDefaultMaxOutOfOrderRanges, options.maxReceiveMemoryPerConnection,
+        static_cast<std::size_t>(
+            std::min<std::uint64_t>(options.maxReceiveMemory, ReceiveBuffer::kUnlimited)));
+  }
+  return *m_receiveBuffer;
+}
+
+std::uint64_t ConnectionCore::AckedPrefix() const noexcept {
+  return m_sending ? m_sending->buffer.AckedPrefix() : 0;
+}
+
+std::uint64_t ConnectionCore::NextNewOffset() const noexcept {
+  return m_sending ? m_sending->buffer.NextNewOffset() : 0;
+}
+
+bool ConnectionCore::NextToSend(std::size_t maxSize, SendBuffer::Range& range) const noexcept {
+  return m_sending && m_sending->buffer.NextToSend(maxSize, m_peerMaxData, range);
+}
+
+std::uint64_t ConnectionCore::ReceiveLimit() const noexcept {
+  return m_receiveBuffer ? m_receiveBuffer->Limit() : m_context.options.receiveWindow;
 }
 
 ConnectionCore::Events ConnectionCore::TakeEvents() noexcept {
@@ -113,18 +152,19 @@ void ConnectionCore::StartClient(Microseconds now) {
 void ConnectionCore::SendHandshakePacket(Microseconds now) {
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  if (m_haveCookie && m_clientHandshake) {
+  Cold& cold = MakeCold();
+  if (cold.haveCookie && cold.clientHandshake) {
     // The same ephemeral key and plaintext every time: a repeat differs only by its cookie.
-    HandshakeSealer sealer(m_clientHandshake->helloKey);
+    HandshakeSealer sealer(cold.clientHandshake->helloKey);
     writer.BeginSecureHelloWithCookie(
-        m_localId, m_cookie, m_clientHandshake->ephemeral.publicKey, OwnParameters(),
+        m_localId, cold.cookie, cold.clientHandshake->ephemeral.publicKey, OwnParameters(),
         m_context.resetTokens.For(m_localId),
         m_context.aes256GcmAvailable ? kHandshakeFlagAes256Gcm : std::uint8_t{0}, sealer,
         m_context.options.clientToken.data(), m_context.options.clientToken.size());
     Transmit(writer);
   } else {
-    if (m_haveCookie) {
-      writer.BeginHelloWithCookie(m_localId, m_cookie, OwnParameters(),
+    if (cold.haveCookie) {
+      writer.BeginHelloWithCookie(m_localId, cold.cookie, OwnParameters(),
                                   m_context.resetTokens.For(m_localId));
     } else {
       writer.BeginHello(m_localId);
@@ -132,8 +172,8 @@ void ConnectionCore::SendHandshakePacket(Microseconds now) {
     Transmit(writer);
   }
   // RFC 6298: 1 s before any RTT sample, doubling on each retransmission.
-  const unsigned backoff = std::min(m_handshakeAttempts, kMaxPtoBackoff);
-  ++m_handshakeAttempts;
+  const unsigned backoff = std::min(cold.handshakeAttempts, kMaxPtoBackoff);
+  ++cold.handshakeAttempts;
   ArmTimer(TimerKind::LossDetection, now + (kInitialPto << backoff), now);
 }
 
@@ -142,16 +182,18 @@ void ConnectionCore::OnCookie(const PacketHeader& header, Microseconds now) {
     ++m_context.stats.droppedUnexpected;
     return;
   }
-  m_cookie = header.cookie;
-  m_haveCookie = true;
-  m_handshakeAttempts = 0;
+  Cold& cold = MakeCold();
+  cold.cookie = header.cookie;
+  cold.haveCookie = true;
+  cold.handshakeAttempts = 0;
   SendHandshakePacket(now);
 }
 
 void ConnectionCore::PrepareClientHandshake() {
   // Noise NK's first message, "e, es": an ephemeral key, and the pinned server key's DH with it.
-  m_clientHandshake = std::make_unique<ClientHandshake>(m_context.options.serverPublicKey);
-  ClientHandshake& handshake = *m_clientHandshake;
+  auto& clientHandshake = MakeCold().clientHandshake;
+  clientHandshake = std::make_unique<ClientHandshake>(m_context.options.serverPublicKey);
+  ClientHandshake& handshake = *clientHandshake;
   handshake.ephemeral = GenerateX25519KeyPair();
   handshake.schedule.MixHash(handshake.ephemeral.publicKey.data(),
                              handshake.ephemeral.publicKey.size());
@@ -167,17 +209,18 @@ void ConnectionCore::PrepareClientHandshake() {
 
 bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram,
                                      std::size_t size, Microseconds now) {
-  if (m_role != Role::Client || m_phase != Phase::Connecting || !m_clientHandshake) {
+  ClientHandshake* const handshake = m_cold ? m_cold->clientHandshake.get() : nullptr;
+  if (m_role != Role::Client || m_phase != Phase::Connecting || handshake == nullptr) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
     return false;
   }
   // "e, ee": the server's ephemeral key. Only the holder of the pinned key's secret derived the
   // hello key, and so the welcome key.
   const PacketHeader& header = packet.header;
-  KeySchedule schedule = m_clientHandshake->schedule;
+  KeySchedule schedule = handshake->schedule;
   schedule.MixHash(header.ephemeral.data(), header.ephemeral.size());
   X25519Key shared{};
-  const bool agreed = X25519(m_clientHandshake->ephemeral.secretKey, header.ephemeral, shared);
+  const bool agreed = X25519(handshake->ephemeral.secretKey, header.ephemeral, shared);
   schedule.MixKey(shared);
   sodium_memzero(shared.data(), shared.size());
   std::uint8_t* opened = m_context.opened.data();
@@ -201,7 +244,7 @@ bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uin
   m_keys = std::make_unique<ConnectionKeys>(
       aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true,
       m_context.packetsPerKey);
-  m_clientHandshake.reset();
+  m_cold->clientHandshake.reset();
   m_peerId = header.source;
   m_peerResetToken = resetToken;
   EnterEstablished(parameters, now);
@@ -221,11 +264,12 @@ void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParam
                                        const ResetToken& peerResetToken, const SecureStart& start,
                                        const std::uint8_t* clientToken, std::size_t clientTokenSize,
                                        Microseconds now) {
-  if (clientTokenSize > 0) m_clientToken.assign(clientToken, clientToken + clientTokenSize);
+  Cold& cold = MakeCold();
+  if (clientTokenSize > 0) cold.clientToken.assign(clientToken, clientToken + clientTokenSize);
   m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
                                             m_context.packetsPerKey);
-  m_secureStart = std::make_unique<SecureStart>(start);
-  sodium_memzero(&m_secureStart->secrets, sizeof m_secureStart->secrets);
+  cold.secureStart = std::make_unique<SecureStart>(start);
+  sodium_memzero(&cold.secureStart->secrets, sizeof cold.secureStart->secrets);
   StartServer(peerId, peer, peerResetToken, now);
 }
 
@@ -234,7 +278,7 @@ void ConnectionCore::OnWelcome(const PacketHeader& header, Microseconds now) {
     ++m_context.stats.droppedUnexpected;  // e.g. a repeated Welcome
     return;
   }
-  if (m_clientHandshake) {
+  if (m_cold && m_cold->clientHandshake) {
     // We pinned a key and the server answers in plaintext: no downgrade.
     ++m_context.stats.droppedUnprotected;
     Terminate(EngineError::AuthenticationFailed);
@@ -282,12 +326,12 @@ void ConnectionCore::SendWelcome() {
   // Smaller than the 1200-byte HelloWithCookie it answers: never an amplifier.
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), buffer.size());
-  if (m_secureStart) {
+  if (const SecureStart* const secureStart = m_cold ? m_cold->secureStart.get() : nullptr) {
     // Deterministic (same key, plaintext and nonce), so a repeat is the same datagram.
-    HandshakeSealer sealer(m_secureStart->welcomeKey);
-    writer.BeginSecureWelcome(m_peerId, m_localId, m_secureStart->ephemeralPublic, OwnParameters(),
+    HandshakeSealer sealer(secureStart->welcomeKey);
+    writer.BeginSecureWelcome(m_peerId, m_localId, secureStart->ephemeralPublic, OwnParameters(),
                               m_context.resetTokens.For(m_localId),
-                              m_secureStart->algorithm == AeadAlgorithm::Aes256Gcm
+                              secureStart->algorithm == AeadAlgorithm::Aes256Gcm
                                   ? kHandshakeFlagAes256Gcm
                                   : std::uint8_t{0},
                               sealer);
@@ -299,12 +343,14 @@ void ConnectionCore::SendWelcome() {
 }
 
 void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseconds now) {
-  m_peerIdleTimeoutMs = peer.idleTimeoutMs;
-  m_sendDatagramSize = static_cast<std::size_t>(
+  // Clamped: ours is a 32-bit count of milliseconds, and the smaller of the two is used.
+  m_peerIdleTimeoutMs = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(peer.idleTimeoutMs, std::numeric_limits<std::uint32_t>::max()));
+  m_sendDatagramSize = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
   m_peerMaxMessageSize = peer.maxMessageSize;
   m_peerMaxData = peer.initialMaxData;
-  m_advertisedMaxData = m_receiveBuffer.Limit();
+  m_advertisedMaxData = ReceiveLimit();
   m_loss.SetPeerMaxAckDelay(peer.maxAckDelayMs * 1000);
   // A quarter of the keepalive interval: a lost keepalive is probed once or twice before the
   // next one, never in a doubling train of RTT-scale probes.
@@ -391,7 +437,7 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
         }
         break;
       case FrameType::Stream:
-        if (frame.stream.offset + frame.stream.length > m_receiveBuffer.Limit()) {
+        if (frame.stream.offset + frame.stream.length > ReceiveLimit()) {
           ProtocolViolation();  // beyond the window we advertised
           return false;
         }
@@ -420,7 +466,7 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
     if (frame.type != FrameType::Stream) continue;
     const auto result =
-        m_receiveBuffer.Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
+        MakeReceiveBuffer().Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
     if (result == ReceiveBuffer::InsertResult::TooFragmented) {
       ++m_context.stats.droppedTooFragmented;
       return false;
@@ -440,19 +486,20 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
 bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
                                    std::size_t datagramSize, Microseconds now) {
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
-    ++m_stats.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
-    m_duplicateBytesReceived += datagramSize;
+    Cold& cold = MakeCold();
+    ++cold.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
+    cold.duplicateBytesReceived += datagramSize;
     // Our ACK may have been lost: send another at once. But a replay must not make us a
     // reflector: at most one such ACK per RTT, and their bytes at most kReflectionFactor times
     // the duplicates' (plus the one ACK that crosses it). Our peers never resend a packet
     // number, so only the network's duplicates and replays land here.
-    if (summary.ackEliciting && now >= m_nextDuplicateAck &&
-        m_duplicateAckBytesSent < kReflectionFactor * m_duplicateBytesReceived) {
-      m_nextDuplicateAck = now + std::max(m_loss.SmoothedRtt(), kTimerGranularity);
+    if (summary.ackEliciting && now >= cold.nextDuplicateAck &&
+        cold.duplicateAckBytesSent < kReflectionFactor * cold.duplicateBytesReceived) {
+      cold.nextDuplicateAck = now + std::max(m_loss.SmoothedRtt(), kTimerGranularity);
       m_acks.OnDuplicate();
       const std::uint64_t before = m_stats.bytesSent;
       Flush(now);
-      m_duplicateAckBytesSent += m_stats.bytesSent - before;
+      cold.duplicateAckBytesSent += m_stats.bytesSent - before;
     }
     return false;
   }
@@ -473,7 +520,7 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // (A side that has just sent one does not answer with another: no ping-pong.)
     const Microseconds quiet =
         std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
-    if (now - m_lastAckElicitingSent > quiet) m_pingPending = true;
+    if (now - m_loss.LastAckElicitingSent() > quiet) m_pingPending = true;
   }
   return true;
 }
@@ -542,25 +589,26 @@ void ConnectionCore::AfterDataPacket(Microseconds now) {
 
 void ConnectionCore::OnPacketAcked(const SentPacket& packet) {
   m_progress = true;
-  if (packet.streamSize > 0) m_sendBuffer.OnAcked(packet.streamOffset, packet.streamSize);
-  if (m_sendBuffer.AckedPrefix() != m_ackedPrefixSeen) {
+  // A packet with stream data was sent from m_sending, so it exists.
+  if (packet.streamSize > 0) m_sending->buffer.OnAcked(packet.streamOffset, packet.streamSize);
+  if (m_sending && m_sending->buffer.AckedPrefix() != m_sending->ackedPrefixSeen) {
     // The oldest waiting byte moved: the next one waits from now (RestartIdleTimer, which
     // this progress calls), if any waits.
-    m_ackedPrefixSeen = m_sendBuffer.AckedPrefix();
-    m_oldestDataSince = 0;
+    m_sending->ackedPrefixSeen = m_sending->buffer.AckedPrefix();
+    m_sending->oldestDataSince = 0;
   }
   if (packet.hasClose) m_ourClose = OurClose::Acknowledged;
 }
 
 void ConnectionCore::OnPacketLost(const SentPacket& packet) {
-  if (packet.streamSize > 0) m_sendBuffer.OnLost(packet.streamOffset, packet.streamSize);
+  if (packet.streamSize > 0) m_sending->buffer.OnLost(packet.streamOffset, packet.streamSize);
   if (packet.hasMaxData) m_maxDataPending = true;  // sends the current limit, not the lost one
   if (packet.hasClose && m_ourClose != OurClose::Acknowledged) m_ourClose = OurClose::ToSend;
 }
 
 void ConnectionCore::ProtocolViolation() {
   ++m_context.stats.droppedProtocolViolation;
-  if (++m_violations > kMaxViolations) {
+  if (++MakeCold().violations > kMaxViolations) {
     SendAbortPacket(CloseCode::ProtocolError);
     Terminate(EngineError::ProtocolError);
   }
@@ -608,8 +656,8 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
     case TimerKind::ConnectionDeadline:
       // RFC 9001 6.5: three PTOs after an update, a packet reordered across it has arrived or
       // been declared lost (and its data resent under the new key): the old key can go.
-      if (m_previousKeyDeadline != 0 && now >= m_previousKeyDeadline) {
-        m_previousKeyDeadline = 0;
+      if (PreviousKeyDeadline() != 0 && now >= PreviousKeyDeadline()) {
+        m_cold->previousKeyDeadline = 0;
         if (m_keys) m_keys->DiscardPreviousKey();
       }
       if (now < m_idleDeadline) {
@@ -628,9 +676,7 @@ void ConnectionCore::PrepareProbe() {
   // data, else a PING. A CLOSE still unacknowledged goes along.
   if (m_ourClose == OurClose::InFlight) m_ourClose = OurClose::ToSend;
   SendBuffer::Range range;
-  if (!m_sendBuffer.NextToSend(1, m_peerMaxData, range)) {
-    m_sendBuffer.QueueOldestForProbe(m_sendDatagramSize);
-  }
+  if (!NextToSend(1, range) && m_sending) m_sending->buffer.QueueOldestForProbe(m_sendDatagramSize);
 }
 
 void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now) {
@@ -655,14 +701,16 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
 void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
   bool any = false;
   PacketNumber largest = 0;
-  for (SentAck& sentAck : m_sentAcks) {
-    if (!sentAck.pending) continue;
+  for (std::size_t k = 0; k < m_sentAcks.size(); ++k) {
+    const auto bit = static_cast<std::uint8_t>(1u << k);
+    if ((m_sentAckPending & bit) == 0) continue;
+    const SentAck& sentAck = m_sentAcks[k];
     for (std::size_t i = 0; i < ack.rangeCount; ++i) {    // ranges descend
       if (sentAck.packet > ack.ranges[i].largest) break;  // in a gap: not acknowledged
       if (sentAck.packet >= ack.ranges[i].smallest) {
         largest = any ? std::max(largest, sentAck.largest) : sentAck.largest;
         any = true;
-        sentAck.pending = false;
+        m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending & ~bit);
         break;
       }
     }
@@ -678,6 +726,13 @@ bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
   if (armedKey == 0 || !busy || deadline <= now) return false;
   const Microseconds armedExpiry = (armedKey - 1) * 1000;
   return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
+}
+
+void ConnectionCore::DestroyTimer(TimerKind kind) {
+  TimerHandle& timer = m_timers[Index(kind)];
+  if (timer.IsNull()) return;
+  m_context.timers.DestroyTimer(timer);  // an expiry already detached is ignored (m_armedMs)
+  m_armedMs[Index(kind)] = 0;
 }
 
 void ConnectionCore::CancelTimer(TimerKind kind) {
@@ -701,23 +756,23 @@ void ConnectionCore::RestartIdleTimer(Microseconds now) {
   // Slowloris (RFC 9000 21.6): a peer that acknowledges our PINGs but never our data keeps
   // the connection "live" while its send buffer stays full. The oldest unacknowledged stream
   // byte must move within the idle timeout too.
-  if (m_sendBuffer.AckedPrefix() < m_sendBuffer.NextNewOffset()) {
-    if (m_oldestDataSince == 0) m_oldestDataSince = now;
-    m_idleDeadline = std::min(m_idleDeadline, m_oldestDataSince + IdleTimeout());
+  if (AckedPrefix() < NextNewOffset()) {  // then m_sending exists
+    if (m_sending->oldestDataSince == 0) m_sending->oldestDataSince = now;
+    m_idleDeadline = std::min(m_idleDeadline, m_sending->oldestDataSince + IdleTimeout());
   }
   ArmDeadlineTimer(now);
 }
 
 void ConnectionCore::ArmDeadlineTimer(Microseconds now) {
   const Microseconds deadline =
-      m_previousKeyDeadline != 0 ? std::min(m_idleDeadline, m_previousKeyDeadline) : m_idleDeadline;
+      PreviousKeyDeadline() != 0 ? std::min(m_idleDeadline, PreviousKeyDeadline()) : m_idleDeadline;
   ArmTimer(TimerKind::ConnectionDeadline, deadline, now);
 }
 
 void ConnectionCore::AfterKeyUse(Microseconds now) {
   if (!m_keys->TakePhaseChange()) return;
   // A later update before the deadline restarts it: the key it keeps is the newer one.
-  m_previousKeyDeadline = now + 3 * m_loss.ProbeTimeout();
+  MakeCold().previousKeyDeadline = now + 3 * m_loss.ProbeTimeout();
   ArmDeadlineTimer(now);
 }
 
@@ -749,7 +804,14 @@ void ConnectionCore::UpdateLossTimer(Microseconds now) {
   const auto deadline = m_loss.LossDetectionDeadline();
   if (deadline) {
     ArmTimer(TimerKind::LossDetection, *deadline, now);
+  } else if (!m_loss.HasController()) {
+    // Nothing in flight, and nothing but PINGs ever sent: the timer's record goes back to the
+    // queue. An idle connection needs this timer only while its keepalive PING is in flight, so
+    // the queue holds two timers per idle connection (keepalive and deadline), not three.
+    DestroyTimer(TimerKind::LossDetection);
   } else {
+    // A connection that carries data keeps it: armed per packet, cancelled per ACK, the
+    // insurance-timer pattern the wheel makes O(1).
     CancelTimer(TimerKind::LossDetection);
   }
 }
@@ -768,7 +830,7 @@ void ConnectionCore::UpdateAckTimer(Microseconds now) {
 bool ConnectionCore::HasAckElicitingToSend() const {
   if (m_pingPending || m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
   SendBuffer::Range range;
-  return m_sendBuffer.NextToSend(1, m_peerMaxData, range);
+  return NextToSend(1, range);
 }
 
 void ConnectionCore::Flush(Microseconds now) {
@@ -803,10 +865,10 @@ void ConnectionCore::Flush(Microseconds now) {
     ackWanted = false;
     if (probe) --m_probesToSend;
   }
-  if (m_sendBuffer.NextNewOffset() < m_sendBuffer.AppendedEnd() &&
-      m_sendBuffer.NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
+  if (m_sending && NextNewOffset() < m_sending->buffer.AppendedEnd() &&
+      NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
     m_flowControlBlocked = true;
-    ++m_stats.flowControlStalls;
+    ++m_sending->flowControlStalls;
   }
   if (m_phase == Phase::Closed) return;
   UpdateLossTimer(now);
@@ -832,8 +894,9 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
     if (m_acks.BuildAck(now, ack) &&
         writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
       m_acks.OnAckSent();
-      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest, true};
-      m_nextSentAck = (m_nextSentAck + 1) % m_sentAcks.size();
+      m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest};
+      m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending | (1u << m_nextSentAck));
+      m_nextSentAck = static_cast<std::uint8_t>((m_nextSentAck + 1) % m_sentAcks.size());
     }
   }
   bool ackEliciting = false;
@@ -843,28 +906,29 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
       sent.hasClose = true;
       ackEliciting = true;
     }
-    if (m_maxDataPending && writer.AppendMaxData(m_receiveBuffer.Limit())) {
+    if (m_maxDataPending && writer.AppendMaxData(ReceiveLimit())) {
       m_maxDataPending = false;
-      m_advertisedMaxData = m_receiveBuffer.Limit();
+      m_advertisedMaxData = ReceiveLimit();
       sent.hasMaxData = true;
       ackEliciting = true;
     }
     SendBuffer::Range range;
     if (writer.Remaining() > kStreamFrameOverhead &&
-        m_sendBuffer.NextToSend(writer.Remaining() - kStreamFrameOverhead, m_peerMaxData, range)) {
+        NextToSend(writer.Remaining() - kStreamFrameOverhead, range)) {
       std::size_t written = 0;
       if (std::uint8_t* bytes = writer.AppendStreamHeader(range.offset, range.size, &written)) {
-        m_sendBuffer.Read(range.offset, written, bytes);  // straight into the datagram
-        m_sendBuffer.OnSent(range.offset, written);
-        if (m_oldestDataSince == 0) m_oldestDataSince = now;  // nothing was waiting before
+        m_sending->buffer.Read(range.offset, written, bytes);  // straight into the datagram
+        m_sending->buffer.OnSent(range.offset, written);
+        // Nothing was waiting before.
+        if (m_sending->oldestDataSince == 0) m_sending->oldestDataSince = now;
         sent.streamOffset = range.offset;
         sent.streamSize = static_cast<std::uint32_t>(written);
         ackEliciting = true;
         if (range.retransmission) {
-          m_stats.streamBytesRetransmitted += written;
-          ++m_stats.packetsRetransmitted;
+          m_sending->streamBytesRetransmitted += written;
+          ++m_sending->packetsRetransmitted;
         } else {
-          m_stats.streamBytesSent += written;
+          m_sending->streamBytesSent += written;
         }
       }
     }
@@ -880,10 +944,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
   sent.size = static_cast<std::uint32_t>(Transmit(writer));
   sent.ackEliciting = ackEliciting;
   m_loss.OnPacketSent(sent);
-  if (ackEliciting) {
-    m_lastAckElicitingSent = now;
-    RestartKeepaliveTimer(now);
-  }
+  if (ackEliciting) RestartKeepaliveTimer(now);
 }
 
 void ConnectionCore::SendAbortPacket(CloseCode code) {
@@ -927,26 +988,29 @@ void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandle
     Complete(handler, EngineError::MessageTooLarge);
     return;
   }
-  m_pendingSends.Push(PendingSend{data, size, 0, false, std::move(handler)});
+  MakeSending().pending.Push(PendingSend{data, size, 0, false, std::move(handler)});
   PumpSends();
   Flush(now);
 }
 
 void ConnectionCore::PumpSends() {
-  while (!m_pendingSends.Empty()) {
-    PendingSend& send = m_pendingSends.Front();
+  if (!m_sending) return;
+  SendBuffer& buffer = m_sending->buffer;
+  VectorQueue<PendingSend>& pending = m_sending->pending;
+  while (!pending.Empty()) {
+    PendingSend& send = pending.Front();
     if (!send.prefixWritten) {
       std::uint8_t prefix[8];
       const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
-      if (m_sendBuffer.FreeSpace() < prefixSize) break;
-      m_sendBuffer.Append(prefix, prefixSize);
+      if (buffer.FreeSpace() < prefixSize) break;
+      buffer.Append(prefix, prefixSize);
       send.prefixWritten = true;
     }
-    send.copied += m_sendBuffer.Append(send.data + send.copied, send.size - send.copied);
+    send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);
     if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
-    ++m_stats.messagesSent;
+    ++m_sending->messagesSent;
     Complete(send.handler, EngineError::None);
-    m_pendingSends.Pop();
+    pending.Pop();
   }
 }
 
@@ -961,7 +1025,8 @@ void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler 
 void ConnectionCore::PumpReceives() {
   if (m_receivesAbandoned) {
     // Nobody can read these any more; consuming them keeps the peer's window open.
-    while (m_receiveBuffer.ReadMessage(m_context.discarded) == ReceiveBuffer::ReadResult::Message) {
+    while (m_receiveBuffer && m_receiveBuffer->ReadMessage(m_context.discarded) ==
+                                  ReceiveBuffer::ReadResult::Message) {
     }
   }
   const bool deliverBuffered = m_endReason == EngineError::None ||
@@ -970,7 +1035,7 @@ void ConnectionCore::PumpReceives() {
   while (!m_pendingReceives.Empty()) {
     PendingReceive& receive = m_pendingReceives.Front();
     auto result = ReceiveBuffer::ReadResult::NeedMore;
-    if (deliverBuffered) result = m_receiveBuffer.ReadMessage(*receive.message);
+    if (deliverBuffered && m_receiveBuffer) result = m_receiveBuffer->ReadMessage(*receive.message);
     if (result == ReceiveBuffer::ReadResult::MessageTooLarge) {
       if (m_phase != Phase::Closed) {
         // The peer ignored the maximum message size we advertised: the stream cannot go on.
@@ -996,14 +1061,14 @@ void ConnectionCore::PumpReceives() {
 
 void ConnectionCore::MaybeUpdateMaxData() {
   if (m_phase != Phase::Established && m_phase != Phase::Closing) return;
-  const std::uint64_t limit = m_receiveBuffer.Limit();
+  const std::uint64_t limit = ReceiveLimit();
   if (limit <= m_advertisedMaxData) return;
   // Advertise again once the application has read a quarter of the window (often enough that a
   // streaming sender is never stalled by a stale limit, rarely enough to cost nothing), or at
   // once when the peer has reached the advertised limit: it may be in the middle of a message
   // we can only deliver, and so free room for, once the rest of it arrives.
-  const bool peerAtLimit =
-      m_receiveBuffer.HighestReceived() + m_sendDatagramSize >= m_advertisedMaxData;
+  const std::uint64_t highestReceived = m_receiveBuffer ? m_receiveBuffer->HighestReceived() : 0;
+  const bool peerAtLimit = highestReceived + m_sendDatagramSize >= m_advertisedMaxData;
   if (limit - m_advertisedMaxData >= m_context.options.receiveWindow / 4 || peerAtLimit) {
     m_maxDataPending = true;
   }
@@ -1020,17 +1085,19 @@ void ConnectionCore::AbandonReceives() {
 void ConnectionCore::ReleaseIdleMemory() {
   // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
   // connection quiet for a keepalive interval gives back what it no longer uses.
-  m_pendingSends.ReleaseMemoryIfEmpty();
   m_pendingReceives.ReleaseMemoryIfEmpty();
-  m_sendBuffer.ReleaseIdleMemory();
-  m_receiveBuffer.ReleaseIdleMemory();
+  if (m_sending) {
+    m_sending->pending.ReleaseMemoryIfEmpty();
+    m_sending->buffer.ReleaseIdleMemory();
+  }
+  if (m_receiveBuffer) m_receiveBuffer->ReleaseIdleMemory();
 }
 
 void ConnectionCore::WaitClosed(CloseHandler handler) {
   if (m_endReason != EngineError::None) {
     Complete(handler, m_endReason);
   } else {
-    m_closeWaiters.push_back(std::move(handler));
+    MakeCold().closeWaiters.push_back(std::move(handler));
   }
 }
 
@@ -1050,8 +1117,8 @@ void ConnectionCore::Close(Microseconds now) {
 void ConnectionCore::MaybeQueueClose() {
   // The CLOSE goes only once every byte sent before Close() is acknowledged: that is what makes
   // the close graceful, and why the peer may treat the CLOSE as "you have everything".
-  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks && m_pendingSends.Empty() &&
-      m_sendBuffer.AllAcked()) {
+  if (m_phase == Phase::Closing && m_ourClose == OurClose::AwaitingAcks &&
+      (!m_sending || (m_sending->pending.Empty() && m_sending->buffer.AllAcked()))) {
     m_ourClose = OurClose::ToSend;
   }
 }
@@ -1069,11 +1136,15 @@ void ConnectionCore::Shutdown(EngineError reason) {
 // --- Ending ------------------------------------------------------------------------------------
 
 void ConnectionCore::CompletePendingOperations() {
-  for (PendingSend& send : m_pendingSends) Complete(send.handler, m_endReason);
-  m_pendingSends.Clear();
+  if (m_sending) {
+    for (PendingSend& send : m_sending->pending) Complete(send.handler, m_endReason);
+    m_sending->pending.Clear();
+  }
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
-  for (auto& waiter : m_closeWaiters) Complete(waiter, m_endReason);
-  m_closeWaiters.clear();
+  if (m_cold) {
+    for (auto& waiter : m_cold->closeWaiters) Complete(waiter, m_endReason);
+    m_cold->closeWaiters.clear();
+  }
 }
 
 void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {
@@ -1121,13 +1192,15 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.packetsReceived = m_stats.packetsReceived;
   stats.bytesSent = m_stats.bytesSent;
   stats.bytesReceived = m_stats.bytesReceived;
-  stats.messagesSent = m_stats.messagesSent;
   stats.messagesReceived = m_stats.messagesReceived;
-  stats.streamBytesSent = m_stats.streamBytesSent;
-  stats.streamBytesRetransmitted = m_stats.streamBytesRetransmitted;
-  stats.packetsRetransmitted = m_stats.packetsRetransmitted;
-  stats.duplicatePacketsReceived = m_stats.duplicatePacketsReceived;
-  stats.flowControlStalls = m_stats.flowControlStalls;
+  if (m_sending) {
+    stats.messagesSent = m_sending->messagesSent;
+    stats.streamBytesSent = m_sending->streamBytesSent;
+    stats.streamBytesRetransmitted = m_sending->streamBytesRetransmitted;
+    stats.packetsRetransmitted = m_sending->packetsRetransmitted;
+    stats.flowControlStalls = m_sending->flowControlStalls;
+  }
+  if (m_cold) stats.duplicatePacketsReceived = m_cold->duplicatePacketsReceived;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
   stats.encrypted = m_keys != nullptr;
   stats.aes256Gcm = m_keys != nullptr && m_keys->Algorithm() == AeadAlgorithm::Aes256Gcm;

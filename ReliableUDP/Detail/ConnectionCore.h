@@ -58,8 +58,8 @@ using CloseHandler = Completion;
 // one side's keepalive timer fires.
 class ConnectionCore final : private IPacketFate {
  public:
-  enum class Role { Client, Server };
-  enum class Phase { Connecting, Established, Closing, Draining, Closed };
+  enum class Role : std::uint8_t { Client, Server };
+  enum class Phase : std::uint8_t { Connecting, Established, Closing, Draining, Closed };
   // Where our half of a graceful close is (Phase::Closing; NotRequested before it). Each side
   // sends CLOSE once every byte it was asked to send is acknowledged; the connection drains once
   // ours is acknowledged and the peer's has arrived.
@@ -102,7 +102,7 @@ class ConnectionCore final : private IPacketFate {
                          const std::uint8_t* clientToken, std::size_t clientTokenSize,
                          Microseconds now);
   // Server side of an encrypted connection: the client's token (empty: none).
-  const std::vector<std::uint8_t>& ClientToken() const noexcept { return m_clientToken; }
+  const std::vector<std::uint8_t>& ClientToken() const noexcept;
   // Client: the server's SecureWelcome (datagram: all of it, opened in a copy). True if it
   // established the connection; a Welcome that does not open ends it with AuthenticationFailed.
   bool OnSecureWelcome(const DecodedPacket& packet, const std::uint8_t* datagram, std::size_t size,
@@ -244,9 +244,11 @@ class ConnectionCore final : private IPacketFate {
   // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
   void ForgetAcknowledgedAckRanges(const AckFrame& ack);
   void CancelTimer(TimerKind kind);
+  // Cancels it and gives its record back to the queue (made again on the next arming).
+  void DestroyTimer(TimerKind kind);
   void RestartIdleTimer(Microseconds now);
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
-  // m_previousKeyDeadline (when set).
+  // the previous key phase's deadline (when set).
   void ArmDeadlineTimer(Microseconds now);
   // After the keys sealed or opened a packet: if that changed the key phase, the previous
   // phase's key is to go 3 PTOs from now.
@@ -264,18 +266,15 @@ class ConnectionCore final : private IPacketFate {
   EndpointContext& m_context;
   const Role m_role;
   Phase m_phase = Phase::Connecting;
+  EngineError m_endReason = EngineError::None;
+  Events m_events;
   const ConnectionId m_localId;
   std::uint64_t m_jitterState;             // the keepalive jitter's generator, seeded by m_localId
   Microseconds m_keepaliveShortening = 0;  // of this round's keepalive interval
   ConnectionId m_peerId = 0;
   Address m_remote;
   const ConnectionSlot m_slot;
-  EngineError m_endReason = EngineError::None;
-  Events m_events;
 
-  // Handshake (client).
-  bool m_haveCookie = false;
-  std::array<std::uint8_t, kCookieSize> m_cookie{};
   // Encryption. Client, while connecting: its ephemeral key and the key schedule after "e, es".
   struct ClientHandshake {
     explicit ClientHandshake(const X25519Key& serverKey) : schedule(serverKey) {}
@@ -283,27 +282,70 @@ class ConnectionCore final : private IPacketFate {
     KeySchedule schedule;
     PacketKey helloKey;
   };
-  std::unique_ptr<ClientHandshake> m_clientHandshake;
-  std::unique_ptr<SecureStart> m_secureStart;  // server: to repeat its Welcome (secrets wiped)
-  std::unique_ptr<ConnectionKeys> m_keys;      // an encrypted connection's packet keys
-  std::vector<std::uint8_t> m_clientToken;     // server: the client's, from its handshake
+  // What a plaintext server connection that is established and quiet never uses, made on first
+  // use: the client's handshake, the encrypted handshake's leftovers, close waiters, the
+  // bookkeeping of duplicates and violations. Every idle connection pays 8 bytes for it, not 130.
+  struct Cold {
+    // Handshake (client).
+    bool haveCookie = false;
+    unsigned handshakeAttempts = 0;
+    std::array<std::uint8_t, kCookieSize> cookie{};
+    std::unique_ptr<ClientHandshake> clientHandshake;
+    std::unique_ptr<SecureStart> secureStart;  // server: to repeat its Welcome (secrets wiped)
+    std::vector<std::uint8_t> clientToken;     // server: the client's, from its handshake
+    // When the previous key phase's receive key goes (0: none held, or plaintext). It shares
+    // the ConnectionDeadline timer: a key update costs no timer of its own.
+    Microseconds previousKeyDeadline = 0;
+    std::vector<CloseHandler> closeWaiters;
+    unsigned violations = 0;
+    // Reflection bound: immediate ACKs for duplicates at most once per RTT, and their bytes at
+    // most kReflectionFactor times the duplicates' bytes.
+    Microseconds nextDuplicateAck = 0;
+    std::uint64_t duplicateBytesReceived = 0;
+    std::uint64_t duplicateAckBytesSent = 0;
+    std::uint64_t duplicatePacketsReceived = 0;  // statistics
+  };
+  std::unique_ptr<Cold> m_cold;
+  Cold& MakeCold();
+  Microseconds PreviousKeyDeadline() const noexcept {
+    return m_cold ? m_cold->previousKeyDeadline : 0;
+  }
+  std::unique_ptr<ConnectionKeys> m_keys;  // an encrypted connection's packet keys
   void PrepareClientHandshake();
   // Plaintext packets of a connection that is, or is becoming, encrypted are dropped.
   bool ExpectsEncryption() const noexcept {
-    return m_keys != nullptr || m_clientHandshake != nullptr;
+    return m_keys != nullptr || (m_cold && m_cold->clientHandshake);
   }
   ResetToken m_peerResetToken{};
-  unsigned m_handshakeAttempts = 0;
-  std::uint64_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters
 
-  // Sending.
-  SendBuffer m_sendBuffer;
+  // Sending. The stream's send side is made by the first Send: a connection that never sends
+  // (an idle one) holds 8 bytes for it, not 150.
+  struct Sending {
+    Sending(ChunkPool& pool, std::size_t capacity) : buffer(pool, capacity) {}
+    SendBuffer buffer;
+    VectorQueue<PendingSend> pending;
+    // Since when the oldest unacknowledged stream byte (ackedPrefixSeen) has waited (0: not
+    // known yet, or nothing waits): it must move within the idle timeout (slowloris).
+    std::uint64_t ackedPrefixSeen = 0;
+    Microseconds oldestDataSince = 0;
+    // Statistics of the stream's send side.
+    std::uint64_t messagesSent = 0;
+    std::uint64_t streamBytesSent = 0;
+    std::uint64_t streamBytesRetransmitted = 0;
+    std::uint64_t packetsRetransmitted = 0;
+    std::uint32_t flowControlStalls = 0;
+  };
+  std::unique_ptr<Sending> m_sending;
+  Sending& MakeSending();
+  // The send side's offsets and next range (none before the first Send).
+  std::uint64_t AckedPrefix() const noexcept;
+  std::uint64_t NextNewOffset() const noexcept;
+  bool NextToSend(std::size_t maxSize, SendBuffer::Range& range) const noexcept;
   LossRecovery m_loss;
   PacketNumberSkipper m_packetNumbers;  // with unpredictable gaps: the optimistic-ACK defence
   std::uint64_t m_peerMaxData = 0;      // flow-control limit on our stream offsets
-  VectorQueue<PendingSend> m_pendingSends;
   unsigned m_probesToSend = 0;
-  Microseconds m_lastAckElicitingSent = 0;
+  std::uint32_t m_sendDatagramSize;  // min(ours, the peer's maxDatagramSize)
   bool m_pingPending = false;
   bool m_maxDataPending = false;
   // Graceful close is two-way, like TCP's FIN: each side sends CLOSE once every byte it was
@@ -312,11 +354,14 @@ class ConnectionCore final : private IPacketFate {
   bool m_peerClosed = false;  // the peer's CLOSE arrived: it will send nothing more
   EngineError m_closeReason = EngineError::None;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
-  std::size_t m_sendDatagramSize;      // min(ours, the peer's maxDatagramSize)
+  bool m_keepaliveBusy = false;        // (timers) the last keepalive arming found the timer armed
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
 
-  // Receiving.
-  ReceiveBuffer m_receiveBuffer;
+  // Receiving. The stream's receive buffer is made by the first STREAM frame (an idle connection
+  // never has one); before it, the window is all there is to know.
+  std::unique_ptr<ReceiveBuffer> m_receiveBuffer;
+  ReceiveBuffer& MakeReceiveBuffer();
+  std::uint64_t ReceiveLimit() const noexcept;  // the flow-control limit we may advertise
   AckTracker m_acks;
   // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a
   // ring): once the peer acknowledges one, m_acks stops reporting what it reported (RFC 9000
@@ -324,55 +369,38 @@ class ConnectionCore final : private IPacketFate {
   struct SentAck {
     PacketNumber packet = 0;
     PacketNumber largest = 0;
-    bool pending = false;
   };
   std::array<SentAck, 8> m_sentAcks{};
-  std::size_t m_nextSentAck = 0;
-  std::uint64_t m_advertisedMaxData = 0;
-  VectorQueue<PendingReceive> m_pendingReceives;
+  std::uint8_t m_sentAckPending = 0;  // bit i: m_sentAcks[i] is not acknowledged yet
+  std::uint8_t m_nextSentAck = 0;
   bool m_receivesAbandoned = false;
-  std::vector<CloseHandler> m_closeWaiters;
-  unsigned m_violations = 0;
-  // Reflection bound: immediate ACKs for duplicates at most once per RTT, and their bytes at most
-  // kReflectionFactor times the duplicates' bytes.
-  Microseconds m_nextDuplicateAck = 0;
-  std::uint64_t m_duplicateBytesReceived = 0;
-  std::uint64_t m_duplicateAckBytesSent = 0;
   // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
-  // Since when the oldest unacknowledged stream byte (m_ackedPrefixSeen) has waited (0: not
-  // known yet, or nothing waits): it must move within the idle timeout (slowloris).
-  std::uint64_t m_ackedPrefixSeen = 0;
-  Microseconds m_oldestDataSince = 0;
+  std::uint32_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters (clamped)
+  std::uint64_t m_advertisedMaxData = 0;
+  VectorQueue<PendingReceive> m_pendingReceives;
 
   // Timers.
-  // Created on first use: an idle connection never needs its pacing or delayed-ACK timer.
+  // Created on first use: an idle connection never needs its pacing or delayed-ACK timer, and
+  // its loss-detection timer only while a keepalive is in flight (until it sends more than PINGs:
+  // UpdateLossTimer).
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
   Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)
-  bool m_keepaliveBusy = false;  // the last keepalive arming found the timer armed
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;
-  // When the previous key phase's receive key goes (0: none held, or plaintext). It shares the
-  // ConnectionDeadline timer: a key update costs no timer of its own.
-  Microseconds m_previousKeyDeadline = 0;
 
   // What GetStatistics reports beyond LossRecovery's figures. Kept apart from
   // ConnectionStatistics (whose RTT and congestion fields come from LossRecovery) because every
-  // idle connection pays for each byte here.
+  // idle connection pays for each byte here: the send side's counters are in Sending, those of
+  // duplicates in Cold.
   struct Counters {
     std::uint64_t packetsSent = 0;
     std::uint64_t packetsReceived = 0;
     std::uint64_t bytesSent = 0;
     std::uint64_t bytesReceived = 0;
-    std::uint64_t messagesSent = 0;
     std::uint64_t messagesReceived = 0;
-    std::uint64_t streamBytesSent = 0;
-    std::uint64_t streamBytesRetransmitted = 0;
-    std::uint64_t packetsRetransmitted = 0;
-    std::uint64_t duplicatePacketsReceived = 0;
-    std::uint32_t flowControlStalls = 0;
     std::array<std::uint32_t, kTimerKindCount> timerArmed{};
     std::array<std::uint32_t, kTimerKindCount> timerFired{};
   };

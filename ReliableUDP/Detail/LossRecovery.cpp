@@ -28,11 +28,40 @@ std::unique_ptr<ICongestionController> MakeController(const LossRecoveryOptions&
 
 }  // namespace
 
+// Every controller starts with NewReno's initial window (Bbr and the known path's shadow too).
 LossRecovery::LossRecovery(const LossRecoveryOptions& options)
-    : m_options(options),
-      m_congestion(MakeController(options)),
-      m_pacer(options.maxDatagramSize, m_congestion->Window(), m_rtt.PacingRtt()) {
-  assert(m_options.maxDatagramSize > 0);
+    : m_maxDatagramSize(static_cast<std::uint32_t>(options.maxDatagramSize)),
+      m_congestionControl(options.congestionControl),
+      m_pacing(options.pacing),
+      m_modelBased(options.modelBased),
+      m_pacer(options.maxDatagramSize, NewReno::InitialWindow(options.maxDatagramSize),
+              m_rtt.PacingRtt()) {
+  assert(options.maxDatagramSize > 0 &&
+         options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
+}
+
+LossRecovery::~LossRecovery() = default;
+
+LossRecoveryOptions LossRecovery::Options() const noexcept {
+  return LossRecoveryOptions{m_maxDatagramSize, m_congestionControl, m_pacing, m_modelBased};
+}
+
+std::uint64_t LossRecovery::Window() const noexcept {
+  return m_congestion ? m_congestion->Window() : NewReno::InitialWindow(m_maxDatagramSize);
+}
+
+bool LossRecovery::LimitsSending() const noexcept {
+  return m_congestion ? m_congestion->LimitsSending() : m_congestionControl;
+}
+
+double LossRecovery::PacingRate() const noexcept {
+  if (m_congestion) return m_congestion->PacingRate();
+  return m_congestionControl && m_modelBased ? Bbr::InitialPacingRate(m_maxDatagramSize) : 0.0;
+}
+
+const CongestionStatistics& LossRecovery::CongestionControllerStatistics() const noexcept {
+  static const CongestionStatistics kNone{};
+  return m_congestion ? m_congestion->Statistics() : kNone;
 }
 
 void LossRecovery::SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept {
@@ -53,22 +82,40 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   // padding-only packets): every record in the log counts toward bytes in flight.
   RefillPacer(packet.timeSent);
   m_pacer.OnPacketSent(packet.size);
+  if (!m_congestion && !packet.pingOnly) {
+    // The first packet that carries more than a PING: the controller starts here, told what it
+    // would have been told of the application's limit so far (with what is in flight now: only
+    // PINGs can be, usually nothing).
+    m_congestion = MakeController(Options());
+    if (m_appLimitedBeforeController) {
+      m_congestion->OnApplicationLimited(m_bytesInFlight);
+      m_appLimitedBeforeController = false;
+    }
+  }
   m_log.Push(packet);
   m_nextPacketNumber = packet.packetNumber + 1;
   m_bytesInFlight += packet.size;
-  m_congestion->OnPacketSent(m_log.At(m_log.Count() - 1).packet, m_bytesInFlight);
+  if (m_congestion) {
+    SentPacket& logged = m_log.At(m_log.Count() - 1).packet;
+    logged.controllerSaw = true;
+    m_congestion->OnPacketSent(logged, m_bytesInFlight);
+  }
   ++m_ackElicitingInFlight;
   if (packet.pingOnly) ++m_pingOnlyInFlight;
   m_lastAckElicitingSent = packet.timeSent;
 }
 
 void LossRecovery::OnApplicationLimited() noexcept {
-  m_congestion->OnApplicationLimited(m_bytesInFlight);
+  if (m_congestion) {
+    m_congestion->OnApplicationLimited(m_bytesInFlight);
+  } else {
+    m_appLimitedBeforeController = true;
+  }
 }
 
 bool LossRecovery::CanSend(std::size_t bytes) const noexcept {
-  if (!m_congestion->LimitsSending()) return true;
-  return m_bytesInFlight + bytes <= m_congestion->Window();
+  if (!LimitsSending()) return true;
+  return m_bytesInFlight + bytes <= Window();
 }
 
 // ---- Acknowledgements (RFC 9002 A.7) ----
@@ -113,7 +160,7 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
         m_bytesInFlight -= packet.size;
         --m_ackElicitingInFlight;
         if (packet.pingOnly) --m_pingOnlyInFlight;
-        m_congestion->OnPacketAcked(packet, now);
+        if (packet.controllerSaw) m_congestion->OnPacketAcked(packet, now);
       }
       // RFC 9002 5.1: sample only when the largest acknowledged is newly acknowledged and
       // ack-eliciting (every recorded packet is).
@@ -133,8 +180,13 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
 
   // RFC 9002 A.7 handles losses before growth: once a congestion event starts a recovery period
   // now, none of these packets (all sent before now) may grow the window.
+  const bool windowReduced = DetectLosses(now, fate);
+  if (!m_congestion) {
+    Settle(now);
+    return AckResult::Ok;
+  }
   AckEvent event;
-  event.windowReduced = DetectLosses(now, fate);
+  event.windowReduced = windowReduced;
   event.now = now;
   event.largestAcked = m_largestAcked;
   event.nextPacketNumber = m_nextPacketNumber;
@@ -185,6 +237,9 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
     m_bytesInFlight -= packet.size;
     --m_ackElicitingInFlight;
     if (packet.pingOnly) --m_pingOnlyInFlight;
+    fate.OnPacketLost(packet);
+    // What the controller never saw sent (PINGs before it existed) is no news to it.
+    if (!packet.controllerSaw) continue;
     anyLost = true;
     lostBytes += packet.size;
     largestLostSentTime = std::max(largestLostSentTime, packet.timeSent);
@@ -193,7 +248,6 @@ bool LossRecovery::DetectLosses(Microseconds now, IPacketFate& fate) {
       anyCongestionCandidate = true;
       lastCandidate = i;
     }
-    fate.OnPacketLost(packet);
   }
 
   if (!anyLost) return false;
@@ -260,13 +314,13 @@ LossRecoveryStatistics LossRecovery::Statistics() const noexcept {
   stats.rttVariation = m_rtt.Variation();
   stats.minRtt = m_rtt.Min();
   stats.latestRtt = m_rtt.Latest();
-  stats.congestionWindow = m_congestion->Window();
+  stats.congestionWindow = Window();
   stats.bytesInFlight = m_bytesInFlight;
   stats.packetsAcked = m_packetsAcked;
   stats.packetsLost = m_packetsLost;
   stats.spuriousLosses = m_spuriousLosses;
   stats.probeTimeouts = m_probeTimeouts;
-  const CongestionStatistics& congestion = m_congestion->Statistics();
+  const CongestionStatistics& congestion = CongestionControllerStatistics();
   stats.congestionEvents = congestion.congestionEvents;
   stats.persistentCongestion = congestion.persistentCongestion;
   stats.slowStartExitsOnDelay = congestion.slowStartExitsOnDelay;
@@ -280,30 +334,30 @@ void LossRecovery::DiscardAll() noexcept {
   m_pingOnlyInFlight = 0;
   m_lossTime = 0;
   m_ptoCount = 0;
-  m_congestion->OnInFlightDiscarded();
+  if (m_congestion) m_congestion->OnInFlightDiscarded();
 }
 
 // ---- Pacing (RFC 9002 7.7) ----
 
 bool LossRecovery::Paced() const noexcept {
   // A model-based controller is rate-based: it always paces.
-  return (m_options.pacing || m_options.modelBased) && m_congestion->LimitsSending();
+  return (m_pacing || m_modelBased) && LimitsSending();
 }
 
 void LossRecovery::RefillPacer(Microseconds now) noexcept {
-  const double rate = m_congestion->PacingRate();
+  const double rate = PacingRate();
   if (rate > 0) {
     m_pacer.RefillAtRate(now, rate);
   } else {
-    m_pacer.Refill(now, m_congestion->Window(), m_rtt.PacingRtt());
+    m_pacer.Refill(now, Window(), m_rtt.PacingRtt());
   }
 }
 
 Microseconds LossRecovery::NextSendTime(Microseconds now) const noexcept {
   if (!Paced()) return now;
-  const double rate = m_congestion->PacingRate();
+  const double rate = PacingRate();
   if (rate > 0) return m_pacer.NextSendTimeAtRate(now, rate);
-  return m_pacer.NextSendTime(now, m_congestion->Window(), m_rtt.PacingRtt());
+  return m_pacer.NextSendTime(now, Window(), m_rtt.PacingRtt());
 }
 
 }  // namespace timerwheel::rudp::detail

@@ -65,11 +65,21 @@ struct LossRecoveryStatistics {
 // to an ICongestionController (NewReno or Bbr, or KnownPathController when congestionControl is
 // off), pacing to Pacer (only when the controller limits sending and pacing is on; at the
 // controller's pacing rate when it has one).
+//
+// The controller is made by the first packet that carries more than a PING (stream data,
+// MAX_DATA, CLOSE): an idle connection, which sends only keepalives, never pays for one (Bbr
+// holds 552 bytes; issue 18's C1M server holds a million idle connections). Until then the
+// window and pacing rate are a new controller's, and what happens to PINGs sent before it is not
+// reported to it (their RTT samples still reach the RTT estimator; a lost keepalive is not a
+// congestion signal, and the idle timeout covers a dead peer).
 // Not thread-safe (the engine's caller serialises it); IPacketFate callbacks must not call back
-// into this object. Steady state allocates nothing (the controller is allocated once, here).
+// into this object. Steady state allocates nothing (the controller is allocated once).
 class LossRecovery {
  public:
   explicit LossRecovery(const LossRecoveryOptions& options);
+  ~LossRecovery();
+  LossRecovery(const LossRecovery&) = delete;
+  LossRecovery& operator=(const LossRecovery&) = delete;
 
   // Once the handshake has told us the peer's max ACK delay (before: 0).
   void SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept;
@@ -112,6 +122,8 @@ class LossRecovery {
   Microseconds NextSendTime(Microseconds now) const noexcept;
 
   bool HasAckElicitingInFlight() const noexcept { return m_ackElicitingInFlight > 0; }
+  // When the latest ack-eliciting packet was sent (0: none yet).
+  Microseconds LastAckElicitingSent() const noexcept { return m_lastAckElicitingSent; }
   // The smoothed RTT, or kInitialRtt before a sample.
   Microseconds SmoothedRtt() const noexcept {
     return m_rtt.HasSample() ? m_rtt.Smoothed() : kInitialRtt;
@@ -119,10 +131,11 @@ class LossRecovery {
   // PTO without backoff (used for idle-timeout floors and closing periods).
   Microseconds ProbeTimeout() const noexcept { return m_rtt.ProbeTimeout(); }
   LossRecoveryStatistics Statistics() const noexcept;
-  // The controller's own figures (the model-based controller's estimates and phases).
-  const CongestionStatistics& CongestionControllerStatistics() const noexcept {
-    return m_congestion->Statistics();
-  }
+  // The controller's own figures (the model-based controller's estimates and phases; all zero
+  // before it exists).
+  const CongestionStatistics& CongestionControllerStatistics() const noexcept;
+  // Whether the congestion controller exists yet (see above): diagnostics and tests.
+  bool HasController() const noexcept { return m_congestion != nullptr; }
   // Sent packets still remembered (outstanding, or acked/lost but not yet forgotten): diagnostics.
   std::size_t RecordCount() const noexcept { return m_log.Count(); }
   // Sent-packet records looked at so far by ACK processing and loss detection: the cost of ACKs.
@@ -133,6 +146,10 @@ class LossRecovery {
 
  private:
   Microseconds PtoDeadline() const noexcept;
+  // The controller's figures, or a new controller's before it exists.
+  std::uint64_t Window() const noexcept;
+  bool LimitsSending() const noexcept;
+  double PacingRate() const noexcept;
   bool Paced() const noexcept;
   void RefillPacer(Microseconds now) noexcept;
   // Declares losses, tells the controller; true if the window was reduced or collapsed.
@@ -140,19 +157,28 @@ class LossRecovery {
   bool InPersistentCongestion(std::size_t firstIndex, std::size_t lastIndex) const noexcept;
   void Settle(Microseconds now) noexcept;  // hints and trimming after states changed
 
-  LossRecoveryOptions m_options;
+  LossRecoveryOptions Options() const noexcept;
+
+  // The options, in 8 bytes instead of 16 (every connection has them).
+  std::uint32_t m_maxDatagramSize;
+  bool m_congestionControl;
+  bool m_pacing;
+  bool m_modelBased;
   SentPacketLog m_log;
   RttEstimator m_rtt;
-  std::unique_ptr<ICongestionController> m_congestion;
+  std::unique_ptr<ICongestionController> m_congestion;  // null until needed (see above)
   Pacer m_pacer;
   std::uint64_t m_bytesInFlight = 0;
-  std::uint64_t m_ackElicitingInFlight = 0;
-  std::uint64_t m_pingOnlyInFlight = 0;  // of those, the ones with nothing but a PING
+  // Packets in flight (32 bits: each has a record in the log, far fewer than 2^32).
+  std::uint32_t m_ackElicitingInFlight = 0;
+  std::uint32_t m_pingOnlyInFlight = 0;  // of those, the ones with nothing but a PING
   Microseconds m_pingProbeFloor = 0;
   PacketNumber m_largestAcked = 0;
-  bool m_anyAcked = false;
   PacketNumber m_nextPacketNumber = 0;  // one past the largest sent
   unsigned m_ptoCount = 0;
+  bool m_anyAcked = false;
+  // The application ran out of data before the controller existed: it is told so when made.
+  bool m_appLimitedBeforeController = false;
   Microseconds m_lastAckElicitingSent = 0;
   Microseconds m_lossTime = 0;  // 0: none
   std::uint64_t m_packetsAcked = 0;

@@ -19,16 +19,16 @@ std::uint64_t PacketNumberSkipper::Random() noexcept {
 }
 
 void PacketNumberSkipper::ScheduleSkip() noexcept {
-  m_nextSkip = m_next + 1 + Random() % (2 * m_meanGap);
+  m_nextSkip = m_next + 1 + Random() % (2 * std::uint64_t{m_meanGap});
 }
 
 void PacketNumberSkipper::Advance() noexcept {
   ++m_next;
   if (m_next != m_nextSkip) return;
-  m_skipped[m_skippedCount % kRemembered] = m_next;
+  m_skipped[m_skippedCount % kRemembered] = static_cast<std::uint32_t>(m_next);
   ++m_skippedCount;
   ++m_next;
-  m_meanGap = std::min(m_meanGap * 2, kMaxMeanGap);
+  m_meanGap = static_cast<std::uint32_t>(std::min(std::uint64_t{m_meanGap} * 2, kMaxMeanGap));
   ScheduleSkip();
 }
 
@@ -36,7 +36,8 @@ bool PacketNumberSkipper::Covers(PacketNumber smallest, PacketNumber largest) co
   const std::size_t count =
       static_cast<std::size_t>(std::min<std::uint64_t>(m_skippedCount, kRemembered));
   for (std::size_t i = 0; i < count; ++i) {
-    if (m_skipped[i] >= smallest && m_skipped[i] <= largest) return true;
+    const PacketNumber skipped = Skipped(i);
+    if (skipped >= smallest && skipped <= largest) return true;
   }
   return false;
 }

@@ -39,12 +39,20 @@ class PacketNumberSkipper {
   std::uint64_t Random() noexcept;  // splitmix64
   void ScheduleSkip() noexcept;
 
+  // A remembered skipped number, from its low 32 bits: it is less than kRemembered + 1 gaps of
+  // at most 2 x kMaxMeanGap below m_next, far closer than 2^32.
+  PacketNumber Skipped(std::size_t index) const noexcept {
+    return m_next -
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(m_next) - m_skipped[index]);
+  }
+
   std::uint64_t m_state;
   PacketNumber m_next = 0;
   PacketNumber m_nextSkip = 0;
-  std::uint64_t m_meanGap = kFirstMeanGap;
-  std::array<PacketNumber, kRemembered> m_skipped{};
   std::uint64_t m_skippedCount = 0;
+  // The low 32 bits of the last kRemembered skipped numbers (every idle connection has these).
+  std::array<std::uint32_t, kRemembered> m_skipped{};
+  std::uint32_t m_meanGap = kFirstMeanGap;
 };
 
 }  // namespace timerwheel::rudp::detail

@@ -6,8 +6,9 @@
 namespace timerwheel::rudp::detail {
 namespace {
 
-// Small: every connection, idle ones included, has a log (keepalive PINGs are recorded).
-constexpr std::size_t kInitialCapacity = 4;
+// One record: every connection, idle ones included, has a log (keepalive PINGs are recorded), and
+// an idle one has one PING in flight at a time. A busy one doubles it to its high-water mark once.
+constexpr std::size_t kInitialCapacity = 1;
 
 }  // namespace
 
@@ -71,7 +72,7 @@ void SentPacketLog::Push(const SentPacket& packet) {
 }
 
 void SentPacketLog::PopFront() noexcept {
-  m_head = (m_head + 1) & (m_ring.size() - 1);
+  m_head = static_cast<std::uint32_t>((m_head + 1) & (m_ring.size() - 1));
   --m_count;
   ++m_frontSequence;
 }

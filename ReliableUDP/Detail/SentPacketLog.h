@@ -9,25 +9,29 @@
 
 namespace timerwheel::rudp::detail {
 
-// One sent packet, and what it carried that must arrive reliably.
+// One sent packet, and what it carried that must arrive reliably. The 64-bit fields first and
+// the flags together: every connection keeps a ring of these (64 bytes each).
 struct SentPacket {
   PacketNumber packetNumber = 0;
   Microseconds timeSent = 0;
-  std::uint32_t size = 0;     // bytes on the wire
-  bool ackEliciting = false;  // carried anything but ACK/padding; only these are in flight
   std::uint64_t streamOffset = 0;
-  std::uint32_t streamSize = 0;  // 0: no STREAM frame
-  bool hasMaxData = false;
-  bool hasClose = false;
   // The connection's delivery state when it was sent, stamped by the congestion controller for
   // delivery-rate sampling (DeliveryRateSampler); unused by controllers that do not sample.
   std::uint64_t delivered = 0;     // bytes delivered (acknowledged) before it was sent
   Microseconds deliveredTime = 0;  // when `delivered` last grew
   Microseconds firstSentTime = 0;  // send time of the packet whose ACK set `deliveredTime`
-  bool appLimited = false;         // sent while the application, not the network, limited sending
+  std::uint32_t size = 0;          // bytes on the wire
+  std::uint32_t streamSize = 0;    // 0: no STREAM frame
+  bool ackEliciting = false;       // carried anything but ACK/padding; only these are in flight
+  bool hasMaxData = false;
+  bool hasClose = false;
+  bool appLimited = false;  // sent while the application, not the network, limited sending
   // Its one ack-eliciting frame is a PING (a keepalive, a liveness PING, a probe of those): a
   // flight of nothing else is probed with a floor under its timeout (LossRecovery).
   bool pingOnly = false;
+  // LossRecovery's: the congestion controller was told it was sent (it does not exist yet while a
+  // connection has sent nothing but PINGs).
+  bool controllerSaw = false;
 };
 
 // A ring of records, oldest first, packet numbers ascending with the index. Each record is
@@ -42,8 +46,9 @@ struct SentPacket {
 // may not be Acked (a union-find "next" structure over absolute sequence numbers, with path
 // halving), so NextNotAcked skips any run of Acked records in amortised near-constant time.
 //
-// Not thread-safe. Complexity: Push amortised O(1) (the ring doubles, and keeps its capacity, so
-// a warm connection allocates nothing); LowerBound O(log n); NextNotAcked and MarkAcked amortised
+// Not thread-safe. Complexity: Push amortised O(1) (the ring starts with one record, enough for an
+// idle connection's keepalive, doubles, and keeps its capacity, so a warm connection allocates
+// nothing); LowerBound O(log n); NextNotAcked and MarkAcked amortised
 // O(log n) at worst, near O(1) in practice. RecordsVisited() counts the records these touch.
 class SentPacketLog {
  public:
@@ -97,8 +102,9 @@ class SentPacketLog {
   }
 
   std::vector<Record> m_ring;  // capacity a power of two (or 0), indexed modulo its size
-  std::size_t m_head = 0;
-  std::size_t m_count = 0;
+  // 32 bits: a log holds far fewer records (each is 88 bytes), and every connection has one.
+  std::uint32_t m_head = 0;
+  std::uint32_t m_count = 0;
   // Every record pushed gets the next sequence number; the front record has m_frontSequence, so
   // index i is sequence m_frontSequence + i (links survive PopFront and the ring's growth).
   std::uint64_t m_frontSequence = 0;

@@ -141,7 +141,10 @@ class SimulatedNetwork {
       }
       if (next > m_now) m_now = next;
       DeliverDue();
-      for (auto& host : m_hosts) host->Timers().HandleTimeouts();
+      for (auto& host : m_hosts) {
+        const InHost in(*this, host.get());
+        host->Timers().HandleTimeouts();
+      }
     }
   }
   bool RunFor(
@@ -163,9 +166,16 @@ class SimulatedNetwork {
                      const std::vector<std::uint8_t>& datagram)>
       tap;
 
+  // Told which host the network runs code of, each time that changes: the host a datagram is
+  // delivered to, whose timers run, or whose posted handlers run; nullptr while the network's own
+  // code runs (a datagram sent, a handler posted) and between calls into hosts. A test that
+  // charges one host's allocations to an account sets it (MemoryPerConnectionTests).
+  std::function<void(const SimulatedHost*)> onHostChange;
+
   // --- for SimulatedHost ---
   void Send(const Udp::endpoint& from, const Udp::endpoint& to, const std::uint8_t* data,
             std::size_t size) {
+    const InHost in(*this, nullptr);
     ++m_sent;
     if (tap) tap(from, to, std::vector<std::uint8_t>(data, data + size));
     LinkProfile& link = Link(from, to);
@@ -215,14 +225,17 @@ class SimulatedNetwork {
       m_inFlight.push(std::move(datagram));
     }
   }
-  void Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
-    m_posted.emplace_back(std::move(handler), error);
+  void Post(const SimulatedHost* host, rudp::detail::Completion handler,
+            rudp::detail::EngineError error) {
+    const InHost in(*this, nullptr);
+    m_posted.push_back(Posted{host, std::move(handler), error});
   }
   void RunPosted() {
     // Handlers may post more; run until quiet. Index loop: the vector may grow meanwhile.
     for (std::size_t i = 0; i < m_posted.size(); ++i) {
-      auto handler = std::move(m_posted[i].first);
-      const auto error = m_posted[i].second;
+      auto handler = std::move(m_posted[i].handler);
+      const auto error = m_posted[i].error;
+      const InHost in(*this, m_posted[i].host);
       handler(error);
     }
     m_posted.clear();
@@ -230,6 +243,33 @@ class SimulatedNetwork {
 
  private:
   static constexpr Microseconds kNever = ~Microseconds{0};
+
+  // Makes `host` the one whose code runs (onHostChange) for its lifetime.
+  class InHost {
+   public:
+    InHost(SimulatedNetwork& network, const SimulatedHost* host)
+        : m_network(network), m_previous(network.m_currentHost) {
+      network.SetCurrentHost(host);
+    }
+    ~InHost() { m_network.SetCurrentHost(m_previous); }
+    InHost(const InHost&) = delete;
+    InHost& operator=(const InHost&) = delete;
+
+   private:
+    SimulatedNetwork& m_network;
+    const SimulatedHost* m_previous;
+  };
+  void SetCurrentHost(const SimulatedHost* host) {
+    if (host == m_currentHost) return;
+    m_currentHost = host;
+    if (onHostChange) onHostChange(host);
+  }
+
+  struct Posted {
+    const SimulatedHost* host;  // whose handler it is
+    rudp::detail::Completion handler;
+    rudp::detail::EngineError error;
+  };
 
   struct InFlight {
     Microseconds arrival;
@@ -283,7 +323,9 @@ class SimulatedNetwork {
       InFlight datagram = m_inFlight.top();
       m_inFlight.pop();
       for (auto& host : m_hosts) {
-        if (host->Address() == datagram.to) host->Deliver(datagram.from, datagram.bytes);
+        if (host->Address() != datagram.to) continue;
+        const InHost in(*this, host.get());
+        host->Deliver(datagram.from, datagram.bytes);
       }
     }
   }
@@ -297,7 +339,8 @@ class SimulatedNetwork {
   std::map<unsigned, LinkState> m_sharedStates;  // by LinkProfile::sharedBottleneck
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> m_inFlight;
   std::uint64_t m_sequence = 0;
-  std::vector<std::pair<rudp::detail::Completion, rudp::detail::EngineError>> m_posted;
+  std::vector<Posted> m_posted;
+  const SimulatedHost* m_currentHost = nullptr;
   std::vector<std::unique_ptr<SimulatedHost>> m_hosts;
   std::uint64_t m_sent = 0, m_dropped = 0, m_duplicated = 0, m_corrupted = 0, m_reordered = 0;
   std::uint64_t m_queueDrops = 0, m_policed = 0;
@@ -376,7 +419,7 @@ inline rudp::detail::SipHashKey SimulatedHost::SecretKey() {
 }
 
 inline void SimulatedHost::Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
-  m_network.Post(std::move(handler), error);
+  m_network.Post(this, std::move(handler), error);
 }
 
 }  // namespace timerwheel::test

@@ -94,6 +94,12 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
     return;
   }
   const Microseconds now = m_io.Now();
+  // An idle server fires no timer of its own and gets no handshake, the two other places that
+  // expire handshake entries: without this they would stay for good (about 73 B a connection).
+  if (m_handshakeExpiryHead < m_handshakeExpiries.size() &&
+      m_handshakeExpiries[m_handshakeExpiryHead].at <= now) {
+    ExpireHandshakeEntries(now);
+  }
   switch (header.type) {
     case PacketType::Cookie:
       connection->OnCookie(header, now);

@@ -33,6 +33,14 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       if (settings.activeCount != 0) settings.idleCounts.clear();
       settings.activeCount = 0;
       settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
+    } else if (arg == "--window" && i + 1 < argc) {
+      // The many-connections window, seconds (after --quick or --full, which set their own):
+      // e.g. --idle 1000000 --window 600 holds a million connections for ten minutes.
+      settings.manyWindow = std::atof(argv[++i]);
+      if (!(settings.manyWindow >= 1 && settings.manyWindow <= 3600)) {
+        std::fprintf(stderr, "--window takes 1 to 3600 seconds, not '%s'\n", argv[i]);
+        return false;
+      }
     } else if (arg == "--seeds" && i + 1 < argc) {
       // After --quick or --full, which set their own.
       settings.seeds = std::atoi(argv[++i]);
@@ -81,6 +89,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       std::fprintf(stderr,
                    "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
                    "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
+                   "[--window S] "
                    "[--hostile] [--attacker-nice] "
                    "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
                    argv[0]);

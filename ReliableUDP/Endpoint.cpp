@@ -610,16 +610,37 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     });
   }
 
+  // A wait or receive of `receiver` completed: no read is in flight now. False if the receiver
+  // is done (the endpoint closed, or the read failed and was handed to the back-off). Under
+  // m_socketMutex.
+  bool ReadCompletedLocked(Receiver& receiver, const boost::system::error_code& error) {
+    m_reading = false;
+    if (m_closed || error == boost::asio::error::operation_aborted) {
+      receiver.busy = false;
+      return false;
+    }
+    if (error) {
+      OnReadErrorLocked(receiver);
+      return false;
+    }
+    return true;
+  }
+
+  // `receiver` holds a read's datagrams: their turns are taken, and the next read starts on
+  // another receiver while this one hands over, but only if this one filled its batch (a backlog
+  // to share). Otherwise it starts after the hand-over, as with one receiver: a second reader
+  // woken for a trickle would read smaller batches and send smaller ones. Under m_socketMutex.
+  void ReadDoneLocked(Receiver& receiver, bool full) {
+    m_moreToRead = full;
+    TakeTicketsLocked(receiver);
+    if (m_moreToRead) ArmLocked();
+  }
+
   // The batched path: the socket has something to read (or failed).
   void OnReadable(Receiver& receiver, const boost::system::error_code& waitError) {
     {
       std::lock_guard<std::mutex> lock(m_socketMutex);
-      m_reading = false;
-      if (m_closed || waitError == boost::asio::error::operation_aborted) {
-        receiver.busy = false;
-        return;
-      }
-      if (waitError) return OnReadErrorLocked(receiver);
+      if (!ReadCompletedLocked(receiver, waitError)) return;
       std::size_t messages = 0;
       for (;;) {
         boost::system::error_code error;
@@ -634,12 +655,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         ++m_receiveErrors;  // an ICMP report: skipped
       }
       m_receiveBackoff.OnReceived();
-      m_moreToRead = messages == kReceiveMessages;
-      TakeTicketsLocked(receiver);
-      // The next read, on another receiver, while this one hands over: only if this one filled
-      // its batch (a backlog to share). Otherwise after the hand-over, as with one receiver: a
-      // second reader woken for a trickle would read smaller batches and send smaller ones.
-      if (m_moreToRead) ArmLocked();
+      ReadDoneLocked(receiver, messages == kReceiveMessages);
     }
     HandOver(receiver);
   }
@@ -648,12 +664,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   void OnReceive(Receiver& receiver, const boost::system::error_code& error, std::size_t size) {
     {
       std::lock_guard<std::mutex> lock(m_socketMutex);
-      m_reading = false;
-      if (m_closed || error == boost::asio::error::operation_aborted) {
-        receiver.busy = false;
-        return;
-      }
-      if (error) return OnReadErrorLocked(receiver);
+      if (!ReadCompletedLocked(receiver, error)) return;
       m_receiveBackoff.OnReceived();
       ++receiver.counters.receiveCalls;
       receiver.sizes[0] = size;
@@ -677,9 +688,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         receiver.sizes[slot] = drained;
         ++receiver.count;
       }
-      m_moreToRead = receiver.count == kReceiveMessages;
-      TakeTicketsLocked(receiver);
-      if (m_moreToRead) ArmLocked();  // as on the batched path
+      ReadDoneLocked(receiver, receiver.count == kReceiveMessages);
     }
     HandOver(receiver);
   }

@@ -118,16 +118,26 @@ TEST_CASE("a server over its per-address limit refuses and AsyncConnect fails wi
 
 TEST_CASE("a server restarted on its port with its secret resets a live connection",
           "[realtime][rudp][loopback][hostile][reset]") {
+  // With two shards on both sides too: the client's Reset goes to the shard that knows its token
+  // (a Reset names the peer's connection ID, not ours).
+  const std::size_t shards = GENERATE(1u, 2u);
+  CAPTURE(shards);
   IoThreads io(2);
   rudp::EndpointOptions options;
   options.acceptIncoming = true;
+  options.shards = shards;
   for (std::size_t i = 0; i < options.statelessResetKey.size(); ++i) {
     options.statelessResetKey[i] = static_cast<std::uint8_t>(0xA0 + i);
   }
   auto server = std::make_unique<Endpoint>(io.Io(), kAnyLoopback, options);
   const Udp::endpoint address = server->LocalEndpoint();
-  Endpoint client(io.Io(), kAnyLoopback);
-  auto sides = ConnectEndpoints(client, *server, address, kGenerous);
+  rudp::EndpointOptions clientOptions;
+  clientOptions.shards = shards;
+  Endpoint client(io.Io(), kAnyLoopback, clientOptions);
+  // A client's connections take its shards in turn: with two, the one under test is the second,
+  // in shard 1, which a Reset handed to shard 0 would miss.
+  auto first = ConnectEndpoints(client, *server, address, kGenerous);
+  auto sides = shards == 1 ? first : ConnectEndpoints(client, *server, address, kGenerous);
   REQUIRE(sides.first);
   REQUIRE(sides.second);
 
@@ -135,6 +145,7 @@ TEST_CASE("a server restarted on its port with its secret resets a live connecti
   // only after the endpoint (which would otherwise close it gracefully).
   server.reset();
   sides.second.reset();
+  first.second.reset();
   server = std::make_unique<Endpoint>(io.Io(), address, options);
 
   std::promise<boost::system::error_code> ended;
@@ -149,6 +160,7 @@ TEST_CASE("a server restarted on its port with its secret resets a live connecti
   CHECK(server->GetStatistics().statelessResetsSent >= 1);
   CHECK(client.GetStatistics().statelessResetsReceived == 1);
   sides.first.reset();
+  first.first.reset();
 }
 
 TEST_CASE("datagrams over maxDatagramSize are dropped before parsing on the batched socket path",

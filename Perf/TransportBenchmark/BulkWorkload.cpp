@@ -54,13 +54,13 @@ class RttSampler {
 }  // namespace
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
-                std::uint64_t seed, double seconds, bool encrypted) {
+                std::uint64_t seed, double seconds, const ReliableUdpVariant& variant) {
   constexpr std::size_t kMessageSize = 1200;
   BulkRow row;
-  row.transport = RowName(kind, encrypted && IsReliableUdp(kind));
+  row.transport = RowName(kind, variant);
   row.path = pathName;
   row.loss = path.loss;
-  auto transport = MakeTransport(kind, encrypted);
+  auto transport = MakeTransport(kind, variant);
   std::atomic<std::uint64_t> delivered{0};
   const std::uint16_t serverPort =
       transport->StartServer([&](const std::uint8_t*, std::size_t size) { delivered += size; });
@@ -75,7 +75,8 @@ BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::stri
   }
   transport->Connect(port);
   std::vector<std::uint8_t> message(kMessageSize, 0x5A);
-  const double cpuBefore = ProcessCpuSeconds() - (relay ? relay->CpuSeconds() : 0);
+  const double relayCpuBefore = relay ? relay->CpuSeconds() : 0;
+  const double cpuBefore = ProcessCpuSeconds() - relayCpuBefore;
   const auto start = Clock::now();
   const auto stopSending = start + std::chrono::duration<double>(seconds);
   std::uint64_t sent = 0;
@@ -93,9 +94,11 @@ BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::stri
   }
   transport->Flush(120'000);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu = ProcessCpuSeconds() - (relay ? relay->CpuSeconds() : 0) - cpuBefore;
+  const double relayCpu = relay ? relay->CpuSeconds() - relayCpuBefore : 0;
+  const double cpu = ProcessCpuSeconds() - relayCpu - relayCpuBefore - cpuBefore;
   const TransportCounters counters = transport->ClientCounters();
   if (relay) {
+    row.relayCpuShare = relayCpu / elapsed;
     row.queueDrops = relay->ToServer().droppedQueue;
     row.datagramsToServer = relay->ToServer().in;
   }

@@ -29,9 +29,12 @@ struct BulkRow {
   Percentiles rttMs;
   double rttP99AfterFirstSecondMs = 0;
   double minRttMs = 0;
+  // The relay thread's CPU time over the row's wall time (sending and the flush): near 1, the
+  // relay, not the transport, would bound the goodput (issue 19). 0 without a relay.
+  double relayCpuShare = 0;
 };
 
 BulkRow RunBulk(Kind kind, const relay::ImpairmentProfile& path, const std::string& pathName,
-                std::uint64_t seed, double seconds, bool encrypted = false);
+                std::uint64_t seed, double seconds, const ReliableUdpVariant& variant = {});
 
 }  // namespace timerwheel::perf

@@ -10,13 +10,14 @@
 
 namespace timerwheel::perf {
 
-LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds, bool encrypted) {
+LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds,
+                      const ReliableUdpVariant& variant) {
   constexpr std::size_t kMessageSize = 64;
   constexpr int kRate = 100;  // messages per second
   LatencyRow row;
-  row.transport = RowName(kind, encrypted && IsReliableUdp(kind));
+  row.transport = RowName(kind, variant);
   row.loss = loss;
-  auto transport = MakeTransport(kind, encrypted);
+  auto transport = MakeTransport(kind, variant);
   std::mutex mutex;
   std::vector<double> latencies;
   const std::uint16_t serverPort =

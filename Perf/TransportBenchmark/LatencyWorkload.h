@@ -24,6 +24,6 @@ struct LatencyRow {
 };
 
 LatencyRow RunLatency(Kind kind, double loss, std::uint64_t seed, double seconds,
-                      bool encrypted = false);
+                      const ReliableUdpVariant& variant = {});
 
 }  // namespace timerwheel::perf

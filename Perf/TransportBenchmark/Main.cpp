@@ -6,6 +6,7 @@
 //                           [--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]...
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
+//                           [--io batched|unbatched|both]
 //   (none)   the short form run by tools/bench: every table, one seed, short runs (~4 minutes)
 //   --quick  a smoke run for the test command (well under a minute; numbers mean little)
 //   --full   the whole grid, 3 seeds per point, longer runs, 100k idle connections
@@ -24,6 +25,9 @@
 //   --encrypt  ReliableUDP's latency and bulk rows through the relay in plaintext (off, the
 //            default), encrypted (on: issue 20's AEAD, the server's key pinned by the client), or
 //            both, each plaintext row followed by its encrypted twin (CPU ms/MB side by side)
+//   --io     ReliableUDP's latency and bulk rows over the batched socket path (the default:
+//            recvmmsg/sendmmsg, GSO/GRO), one system call per datagram (unbatched), or both,
+//            each batched row followed by its unbatched twin
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)

@@ -28,8 +28,12 @@ const char* KindName(Kind kind) {
   return "?";
 }
 
-std::string RowName(Kind kind, bool encrypted) {
-  return std::string(KindName(kind)) + (encrypted ? " encrypted" : "");
+std::string RowName(Kind kind, const ReliableUdpVariant& variant) {
+  std::string name = KindName(kind);
+  if (!IsReliableUdp(kind)) return name;
+  if (variant.encrypted) name += " encrypted";
+  if (!variant.batched) name += " one per call";
+  return name;
 }
 
 bool IsReliableUdp(Kind kind) {
@@ -37,15 +41,16 @@ bool IsReliableUdp(Kind kind) {
          kind == Kind::ReliableUdpKnownPath;
 }
 
-std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind, bool encrypted) {
+std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind, const ReliableUdpVariant& variant) {
   rudp::EndpointOptions options;
-  if (encrypted && IsReliableUdp(kind)) {
+  options.batchedIo = variant.batched;
+  if (variant.encrypted && IsReliableUdp(kind)) {
     // Both ends share the options: the server uses the secret key, the client pins the public.
     const rudp::ServerKeyPair key = rudp::MakeServerKeyPair();
     options.serverSecretKey = key.secretKey;
     options.serverPublicKey = key.publicKey;
   }
-  const std::string name = RowName(kind, encrypted && IsReliableUdp(kind));
+  const std::string name = RowName(kind, variant);
   switch (kind) {
     case Kind::ReliableUdp:
       return MakeReliableUdpTransport(options, name);

@@ -48,11 +48,22 @@ class RelayThread {
 // the others (EndpointOptions::congestionControl).
 enum class Kind { ReliableUdp, ReliableUdpNewReno, ReliableUdpKnownPath, Enet, Tcp };
 
+// How a ReliableUDP row's endpoints are configured beyond the controller (--encrypt, --io); other
+// transports ignore it.
+struct ReliableUdpVariant {
+  // The server gets a fresh key pair and the client pins it (issue 20).
+  bool encrypted = false;
+  // false: EndpointOptions::batchedIo off (one system call per datagram, no GSO/GRO), the path
+  // before issue 19, to show that batching adds no latency.
+  bool batched = true;
+};
+
 const char* KindName(Kind kind);
-// The row's name: KindName, and " encrypted" when it is.
-std::string RowName(Kind kind, bool encrypted);
-// encrypted (ReliableUDP kinds only): the server gets a fresh key pair and the client pins it.
-std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind, bool encrypted = false);
+// The row's name: KindName, then ", encrypted" and ", one per call" for a ReliableUDP kind's
+// variant.
+std::string RowName(Kind kind, const ReliableUdpVariant& variant = {});
+std::unique_ptr<ITransportUnderTest> MakeTransport(Kind kind,
+                                                   const ReliableUdpVariant& variant = {});
 bool IsReliableUdp(Kind kind);
 // The relay's profile for one direction: 10 ms one way and `loss`.
 relay::ImpairmentProfile PathProfile(double loss);

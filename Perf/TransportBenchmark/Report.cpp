@@ -35,6 +35,15 @@ struct Series {
   }
 };
 
+// ReliableUDP's rows per kind: each --encrypt mode by each --io mode, plaintext and batched first.
+std::vector<ReliableUdpVariant> VariantsOf(const Settings& settings) {
+  std::vector<ReliableUdpVariant> variants;
+  for (const bool encrypted : settings.encryption) {
+    for (const bool batched : settings.batching) variants.push_back({encrypted, batched});
+  }
+  return variants;
+}
+
 void WriteSeries(const std::vector<Series>& series, const std::string& path) {
   std::ofstream out(path);
   for (const Series& one : series) {
@@ -90,7 +99,7 @@ void RunLatencyTable(const Settings& settings, const std::vector<double>& losses
                << row.wirePerAppByte << ',' << row.cpuMsPerMB << '\n';
   };
   printLatency(RunLatency(Kind::Tcp, 0, 1, settings.latencySeconds), 1);
-  // A p50 and a p99 series per row name (ReliableUDP in each --encrypt mode, then ENet).
+  // A p50 and a p99 series per row name (ReliableUDP in each variant, then ENet).
   std::vector<Series> series;
   auto seriesOf = [&series](const std::string& name) -> std::size_t {
     for (std::size_t i = 0; i < series.size(); i += 2) {
@@ -102,13 +111,13 @@ void RunLatencyTable(const Settings& settings, const std::vector<double>& losses
   };
   for (double loss : losses) {
     for (int seed = 1; seed <= settings.seeds; ++seed) {
-      std::vector<std::pair<Kind, bool>> rows;
-      for (const bool encrypted : settings.encryption)
-        rows.emplace_back(Kind::ReliableUdp, encrypted);
-      rows.emplace_back(Kind::Enet, false);
-      for (const auto& [kind, encrypted] : rows) {
+      std::vector<std::pair<Kind, ReliableUdpVariant>> rows;
+      for (const ReliableUdpVariant& variant : VariantsOf(settings))
+        rows.emplace_back(Kind::ReliableUdp, variant);
+      rows.emplace_back(Kind::Enet, ReliableUdpVariant{});
+      for (const auto& [kind, variant] : rows) {
         const LatencyRow row = RunLatency(kind, loss, static_cast<std::uint64_t>(seed),
-                                          settings.latencySeconds, encrypted);
+                                          settings.latencySeconds, variant);
         printLatency(row, static_cast<std::uint64_t>(seed));
         const std::size_t first = seriesOf(row.transport);
         series[first].Add(loss, row.latencyMs.p50);
@@ -131,7 +140,8 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
               "wire/app", "CPU ms/MB", "retx", "qdrops");
   std::ofstream bulkCsv(settings.results + "/transport-bulk.csv");
   bulkCsv << "transport,path,loss,seed,goodput_MBps,wire_per_app_byte,cpu_ms_per_MB,"
-             "retransmissions,queue_drops,rtt_p50_ms,rtt_p99_ms,rtt_p99_after_1s_ms,min_rtt_ms\n";
+             "retransmissions,queue_drops,rtt_p50_ms,rtt_p99_ms,rtt_p99_after_1s_ms,min_rtt_ms,"
+             "relay_cpu_share\n";
   auto printBulk = [&](const BulkRow& row, std::uint64_t seed) {
     std::printf("%-32s %-22s %6s %10.2f %10.3f %10.1f %8llu %8llu\n", row.transport.c_str(),
                 row.path.c_str(), Percent(row.loss).c_str(), row.goodputMBps, row.wirePerAppByte,
@@ -139,10 +149,14 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
                 static_cast<unsigned long long>(row.queueDrops));
     std::fflush(stdout);
     if (!row.congestionState.empty()) std::printf("    %s\n", row.congestionState.c_str());
+    if (row.relayCpuShare > 0) {
+      std::printf("    relay thread: %.0f%% of a core\n", 100.0 * row.relayCpuShare);
+    }
     bulkCsv << row.transport << ',' << row.path << ',' << row.loss << ',' << seed << ','
             << row.goodputMBps << ',' << row.wirePerAppByte << ',' << row.cpuMsPerMB << ','
             << row.retransmissions << ',' << row.queueDrops << ',' << row.rttMs.p50 << ','
-            << row.rttMs.p99 << ',' << row.rttP99AfterFirstSecondMs << ',' << row.minRttMs << '\n';
+            << row.rttMs.p99 << ',' << row.rttP99AfterFirstSecondMs << ',' << row.minRttMs << ','
+            << row.relayCpuShare << '\n';
   };
   // ReliableUDP's controllers asked for (--cc), then ENet.
   std::vector<Kind> kinds;
@@ -156,24 +170,24 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
   if (wanted("none")) kinds.push_back(Kind::ReliableUdpKnownPath);
   kinds.push_back(Kind::Enet);
   printBulk(RunBulk(Kind::Tcp, PathProfile(0), "loopback", 1, settings.bulkSeconds), 1);
-  // Each ReliableUDP kind once per --encrypt mode (plaintext first), ENet once.
-  std::vector<std::pair<Kind, bool>> rows;
+  // Each ReliableUDP kind once per variant (plaintext and batched first), ENet once.
+  std::vector<std::pair<Kind, ReliableUdpVariant>> rows;
   for (Kind kind : kinds) {
     if (!IsReliableUdp(kind)) {
-      rows.emplace_back(kind, false);
+      rows.emplace_back(kind, ReliableUdpVariant{});
       continue;
     }
-    for (const bool encrypted : settings.encryption) rows.emplace_back(kind, encrypted);
+    for (const ReliableUdpVariant& variant : VariantsOf(settings)) rows.emplace_back(kind, variant);
   }
   std::vector<Series> series;
-  for (const auto& [kind, encrypted] : rows) series.push_back({RowName(kind, encrypted), {}});
+  for (const auto& [kind, variant] : rows) series.push_back({RowName(kind, variant), {}});
   for (double loss : losses) {
     for (int seed = 1; seed <= settings.seeds; ++seed) {
       std::size_t index = 0;
-      for (const auto& [kind, encrypted] : rows) {
+      for (const auto& [kind, variant] : rows) {
         const BulkRow row =
             RunBulk(kind, PathProfile(loss), "10 ms", static_cast<std::uint64_t>(seed),
-                    settings.bulkSeconds, encrypted);
+                    settings.bulkSeconds, variant);
         printBulk(row, static_cast<std::uint64_t>(seed));
         series[index++].Add(loss, row.goodputMBps);
       }
@@ -191,9 +205,9 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
     const std::string name =
         queue < (1u << 20) ? "10 ms, 50 Mbit/s, 64 KB" : "10 ms, 50 Mbit/s, 1 MB";
     for (int seed = 1; seed <= settings.seeds; ++seed) {
-      for (const auto& [kind, encrypted] : rows) {
+      for (const auto& [kind, variant] : rows) {
         const BulkRow row = RunBulk(kind, capped, name, static_cast<std::uint64_t>(seed),
-                                    settings.bulkSeconds, encrypted);
+                                    settings.bulkSeconds, variant);
         printBulk(row, static_cast<std::uint64_t>(seed));
         std::printf("    share of cap %.0f%%, queue drops %.2f%% of datagrams\n",
                     100.0 * row.goodputMBps / 6.25,

@@ -83,16 +83,29 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
         std::fprintf(stderr, "--encrypt takes off, on or both, not '%s'\n", mode.c_str());
         return false;
       }
+    } else if (arg == "--io" && i + 1 < argc) {
+      const std::string mode = argv[++i];
+      if (mode == "batched") {
+        settings.batching = {true};
+      } else if (mode == "unbatched") {
+        settings.batching = {false};
+      } else if (mode == "both") {
+        settings.batching = {true, false};
+      } else {
+        std::fprintf(stderr, "--io takes batched, unbatched or both, not '%s'\n", mode.c_str());
+        return false;
+      }
     } else if (arg == "--only" && i + 1 < argc) {
       settings.only.push_back(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
-                   "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
-                   "[--window S] "
-                   "[--hostile] [--attacker-nice] "
-                   "[--cc bbr|newreno|none]... [--encrypt off|on|both]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
+          "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
+          "[--window S] "
+          "[--hostile] [--attacker-nice] "
+          "[--cc bbr|newreno|none]... [--encrypt off|on|both] [--io batched|unbatched|both]\n",
+          argv[0]);
       return false;
     }
   }

@@ -36,6 +36,9 @@ struct Settings {
   // --encrypt off|on|both: ReliableUDP's latency and bulk rows in plaintext, encrypted (issue
   // 20: a server key pair, the client pinning it), or each row both ways, side by side.
   std::vector<bool> encryption{false};
+  // --io batched|unbatched|both: ReliableUDP's latency and bulk rows over the batched socket path
+  // (the default), one system call per datagram (issue 19's "batching adds no latency"), or both.
+  std::vector<bool> batching{true};
   bool Runs(const std::string& part) const {
     return only.empty() || std::find(only.begin(), only.end(), part) != only.end();
   }

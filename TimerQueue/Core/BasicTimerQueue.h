@@ -29,10 +29,15 @@ namespace timerwheel::detail {
 //   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
 //   bool MustAdvance(Ticks now) const noexcept;  // AdvanceTo(now) has work to do
 //   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
-//   void Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
-//   void Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
+//   std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
+//   std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
 //   (deadline computed from a reading `now` the scheduler has been advanced to)
-//   void Unschedule(std::uint32_t id) noexcept;         // id scheduled
+//   std::size_t Unschedule(std::uint32_t id) noexcept;         // id scheduled
+//   (each returns kSettled, or a position whose order Settle must restore before any other
+//   call: the queue makes that call out of line, as its last step, so that the common path
+//   saves no registers for it)
+//   static constexpr std::size_t kSettled;
+//   void Settle(std::size_t position) noexcept;
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -102,22 +107,27 @@ class BasicTimerQueue : public IManageTimerQueue {
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
                   (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
       }
-      if (updated) Arm(id, timer, userData, deadline, wasPending);
+      if (updated) Settle(Arm(id, timer, userData, deadline, wasPending));
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
     return wasPending;
   }
 
+  // Touches only the hot record: the active data of a timer that is not pending is never read,
+  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
   bool CancelTimer(TimerHandle handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
-    const bool wasPending = Disarm(id);
-    return m_monitor == nullptr ? wasPending : ReportCancelled(wasPending);
+    if (!m_scheduler.IsScheduled(id)) return m_monitor == nullptr ? false : ReportCancelled(false);
+    const std::size_t unsettled = m_scheduler.Unschedule(id);
+    if (unsettled != Scheduler::kSettled) return CancelTimerSettling(unsettled);
+    return m_monitor == nullptr ? true : ReportCancelled(true);
   }
 
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
-    const bool wasPending = Disarm(id);
+    const bool wasPending = m_scheduler.IsScheduled(id);
+    if (wasPending) Settle(m_scheduler.Unschedule(id));
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
     if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
@@ -136,7 +146,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false);
+    Settle(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -365,9 +375,25 @@ class BasicTimerQueue : public IManageTimerQueue {
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
-      Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
+      const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
+      if (unsettled != Scheduler::kSettled) return SetTimerSettling(unsettled, wasPending);
     }
     return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+  }
+
+  // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
+  // line and returning the result, so that the caller tail-calls it.
+  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled, bool wasPending) {
+    m_scheduler.Settle(unsettled);
+    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+  }
+  TIMERWHEEL_NEVER_INLINE bool CancelTimerSettling(std::size_t unsettled) {
+    m_scheduler.Settle(unsettled);
+    return m_monitor == nullptr ? true : ReportCancelled(true);
+  }
+
+  void Settle(std::size_t unsettled) noexcept {
+    if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
   }
 
   TIMERWHEEL_NEVER_INLINE bool SetTimerReadingProvider(TimerHandle handle, ITimer& timer,
@@ -398,24 +424,13 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // The scheduler has been advanced to the time `deadline` was computed from.
-  TIMERWHEEL_ALWAYS_INLINE void Arm(std::uint32_t id, ITimer& timer, UserData userData,
-                                    Ticks deadline, bool wasPending) noexcept {
+  // Returns what the scheduler left to Settle.
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Arm(std::uint32_t id, ITimer& timer, UserData userData,
+                                           Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
     record.deadline = deadline;
-    if (wasPending) {
-      m_scheduler.Reschedule(id, deadline);
-    } else {
-      m_scheduler.Schedule(id, deadline);
-    }
-  }
-
-  // Touches only the hot record: the active data of a timer that is not pending is never read,
-  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
-  TIMERWHEEL_ALWAYS_INLINE bool Disarm(std::uint32_t id) noexcept {
-    if (!m_scheduler.IsScheduled(id)) return false;
-    m_scheduler.Unschedule(id);
-    return true;
+    return wasPending ? m_scheduler.Reschedule(id, deadline) : m_scheduler.Schedule(id, deadline);
   }
 
   void FreeRecord(std::uint32_t id) noexcept {

@@ -54,21 +54,23 @@ class HeapScheduler {
   static constexpr bool MustAdvance(Ticks) noexcept { return false; }
   static void AdvanceTo(Ticks) noexcept {}
 
-  // The common cases (a new timer no earlier than its parent, a re-armed leaf) touch no other
-  // entry and make no call; the sifts are out of line so that they do not make every set save
-  // and restore the registers they need.
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  // Schedule, Reschedule and Unschedule do the common cases (a new timer no earlier than its
+  // parent, a re-armed leaf, removing the last entry) without touching another entry and without
+  // a call, and return the position whose entry may be out of order (kSettled: none). The queue
+  // then calls Settle out of line, as its last step, so that no set or cancel saves and restores
+  // registers for the sifts.
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_count++;  // capacity reserved for every record
     m_entries[position] = {deadline, m_nextSequence++, id};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
-    if (position != 0 && deadline < m_entries[Parent(position)].deadline) {
-      SiftUp(position);
-    } else {
-      m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
-    }
+    if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+    m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_entries[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -77,21 +79,25 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      if (position != 0 && deadline < m_entries[Parent(position)].deadline) SiftUp(position);
+      if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
     } else if (position * kArity + 1 < m_count) {  // a leaf has nothing to sift past
-      SiftDown(position);
+      return position;
     }
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
     const std::size_t lastPosition = --m_count;
-    if (position == lastPosition) return;  // it was the last entry
-    const Entry last = m_entries[lastPosition];
-    const bool moveUp = Less(last, m_entries[position]);
-    m_entries[position] = last;
-    if (moveUp) {
+    if (position == lastPosition) return kSettled;  // it was the last entry
+    m_entries[position] = m_entries[lastPosition];  // its record's heapIndex is set by Settle
+    return position;
+  }
+
+  // Moves the entry at `position` up or down to where it belongs (and tells its record).
+  TIMERWHEEL_NEVER_INLINE void Settle(std::size_t position) noexcept {
+    if (position != 0 && Less(m_entries[position], m_entries[Parent(position)])) {
       SiftUp(position);
     } else {
       SiftDown(position);
@@ -104,7 +110,12 @@ class HeapScheduler {
   void DetachDue(Ticks now, OnDue&& onDue) {
     while (m_count != 0 && m_entries[0].deadline <= now) {
       const std::uint32_t id = m_entries[0].id;
-      Unschedule(id);
+      m_pool.NodeOf(id).heapIndex = kNoIndex;
+      const std::size_t lastPosition = --m_count;
+      if (lastPosition != 0) {  // the last entry takes the root's place and goes down
+        m_entries[0] = m_entries[lastPosition];
+        SiftDown(0);
+      }
       onDue(id);
     }
   }

@@ -85,25 +85,32 @@ class WheelScheduler {
     if (MustAdvance(now)) AdvanceCursor(now);
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  // Nothing is ever left out of order (the queue's Settle step is the heap's).
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+  static void Settle(std::size_t) noexcept {}
+
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
+    return kSettled;
   }
 
   // Advanced first (the timer's own slot may just have become due).
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
-    if (node.next == kNoIndex && node.list == ListOf(slot)) return;
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return kSettled;
     Detach(id);
     Link(id, slot);
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     --m_size;
     Detach(id);
     m_pool.NodeOf(id).list = kNotScheduled;
+    return kSettled;
   }
 
   // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the

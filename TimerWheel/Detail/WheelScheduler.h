@@ -72,8 +72,8 @@ class WheelScheduler {
         m_occupied(m_slotCount),
         m_perSlot(granularity),
         m_cursor(now / granularity),
-        m_cursorStart(m_cursor * granularity),
-        m_nextAdvanceAt(m_cursorStart + granularity),
+        m_slotBefore(m_cursor * granularity - granularity),
+        m_nextAdvanceAt(m_cursor * granularity + granularity),
         m_earliestBound(m_cursor + 1) {
     for (Link list = m_expiredList; list < 0; ++list) MakeEmpty(list);
   }
@@ -196,12 +196,12 @@ class WheelScheduler {
 
   // The absolute slot of an exact deadline: ceil(deadline / g), computed from the cursor so the
   // division is 32-bit. Needs the cursor advanced to `now` <= deadline: then deadline >= cursor *
-  // g, and deadline - cursor * g < M + margin + g, so offset + g - 1 fits in 32 bits
+  // g, and offset = deadline - cursor * g < M + margin + g, so offset + g fits in 32 bits
   // (CheckMaximum) and the slot is at most ceil((M + margin) / g) + 1 ahead of the cursor: inside
-  // the ring.
+  // the ring. offset + g is deadline - m_slotBefore (modulo 2^64, exact since it is below 2^32),
+  // what the reciprocal takes for ceil(offset / g).
   Ticks SlotOf(Ticks deadline) const noexcept {
-    const auto offset = static_cast<std::uint32_t>(deadline - m_cursorStart);
-    return m_cursor + m_perSlot.DivideRoundingUp(offset);
+    return m_cursor + m_perSlot.DivideSuccessor(deadline - m_slotBefore);
   }
 
   // The sentinel of the slot at ring index `index`.
@@ -249,8 +249,8 @@ class WheelScheduler {
       MoveSlotToExpired(static_cast<std::uint32_t>(found));
     }
     m_cursor = newCursor;
-    m_cursorStart = newCursor * m_granularity;
-    m_nextAdvanceAt = m_cursorStart + m_granularity;
+    m_nextAdvanceAt = newCursor * m_granularity + m_granularity;
+    m_slotBefore = m_nextAdvanceAt - 2 * Ticks{m_granularity};
     if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
@@ -303,7 +303,7 @@ class WheelScheduler {
   SlotBitmap m_occupied;       // slot i non-empty => bit i set (cleared lazily)
   const Reciprocal m_perSlot;  // division by g
   Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to the expired list
-  Ticks m_cursorStart;         // m_cursor * g
+  Ticks m_slotBefore;          // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired
   // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,

@@ -350,6 +350,14 @@ class BasicTimerQueue : public IManageTimerQueue {
     throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
                             std::to_string(maximum) + " ms");
   }
+  // The same throws for SetTimer, declared to return its result so that it jumps to them rather
+  // than calls them: with no call left on its path, it needs no stack frame.
+  TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
+    throw InvalidTimerHandle(handle);
+  }
+  TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
+    ThrowTimeoutOutOfRange(timeout, maximum);
+  }
 
   std::uint32_t AllocateRecord() {
     const std::uint32_t id = Pool().Allocate();
@@ -369,8 +377,10 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
                                            UserData userData, SetIf setIf, Ticks now) {
-    const std::uint32_t id = Pool().IdOf(handle);
-    CheckTimeout(timeout);
+    std::uint32_t id;
+    if (!Pool().Find(handle, id)) return RejectHandle(handle);
+    if (timeout > m_scheduler.MaximumTimeout())
+      return RejectTimeout(timeout, m_scheduler.MaximumTimeout());
     if (m_scheduler.MustAdvance(now))
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);

@@ -276,11 +276,12 @@ class WheelScheduler {
     const Link tail = sentinel.prev;  // the sentinel itself if the list is empty
     Node& node = m_pool.NodeOf(id);
     // In this order, so that GCC does not pair the record's two stores into a vector store
-    // (which costs more instructions to assemble than it saves).
-    node.next = list;
-    m_pool.NodeAt(tail).next = static_cast<Link>(id);
+    // (which costs more instructions to assemble than it saves), and stores `tail` before it
+    // turns it into an address.
     node.prev = tail;
     sentinel.prev = static_cast<Link>(id);
+    m_pool.NodeAt(tail).next = static_cast<Link>(id);
+    node.next = list;
   }
 
   // Takes `id` out of its list (leaving its `next` stale for the caller to set). The occupancy

@@ -80,13 +80,13 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
   // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
-  // that the common path jumps over, so it saves and restores no registers.
+  // that the common path jumps over, so it saves and restores no registers. A queue with such a
+  // clock and no monitor (m_plainSets) takes a path that tests for neither.
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    if (m_tickCounter == nullptr)
-      return SetTimerReadingProvider(handle, timer, timeout, userData, setIf);
-    return SetTimerAt(handle, timer, timeout, userData, setIf,
-                      m_tickCounter->load(std::memory_order_relaxed));
+    if (!m_plainSets) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
+    return SetTimerAt</*kMayReport=*/false>(handle, timer, timeout, userData, setIf,
+                                            m_tickCounter->load(std::memory_order_relaxed));
   }
 
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
@@ -308,6 +308,7 @@ class BasicTimerQueue : public IManageTimerQueue {
         m_tickCounter(ticks.ReadingCounter()),
         m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
+        m_plainSets(m_tickCounter != nullptr && monitor == nullptr),
         m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
@@ -375,6 +376,8 @@ class BasicTimerQueue : public IManageTimerQueue {
                                     : m_ticks.GetTickCount();
   }
 
+  // kMayReport: whether there may be a monitor to report to (false only when m_plainSets).
+  template <bool kMayReport>
   TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
                                            UserData userData, SetIf setIf, Ticks now) {
     std::uint32_t id;
@@ -388,7 +391,10 @@ class BasicTimerQueue : public IManageTimerQueue {
       const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
       if (unsettled != Scheduler::kSettled) return SetTimerSettling(unsettled, wasPending);
     }
-    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+    if constexpr (kMayReport) {
+      if (m_monitor != nullptr) return ReportSet(wasPending);
+    }
+    return wasPending;
   }
 
   // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
@@ -406,10 +412,10 @@ class BasicTimerQueue : public IManageTimerQueue {
     if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
   }
 
-  TIMERWHEEL_NEVER_INLINE bool SetTimerReadingProvider(TimerHandle handle, ITimer& timer,
-                                                       Milliseconds timeout, UserData userData,
-                                                       SetIf setIf) {
-    return SetTimerAt(handle, timer, timeout, userData, setIf, m_ticks.GetTickCount());
+  TIMERWHEEL_NEVER_INLINE bool SetTimerInGeneral(TimerHandle handle, ITimer& timer,
+                                                 Milliseconds timeout, UserData userData,
+                                                 SetIf setIf) {
+    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, Now());
   }
 
   // Validated already; advancing first cannot fail and changes nothing a caller can observe. It
@@ -420,7 +426,7 @@ class BasicTimerQueue : public IManageTimerQueue {
                                                     SetIf setIf) {
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    return SetTimerAt(handle, timer, timeout, userData, setIf, now);
+    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, now);
   }
 
   // Monitor reports out of line and returning the result, so the caller tail-calls them.
@@ -455,7 +461,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  Scheduler m_scheduler;  // owns the record pool
+  const bool m_plainSets;  // a ReadingCounter and no monitor: SetTimer tests for neither
+  Scheduler m_scheduler;   // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs

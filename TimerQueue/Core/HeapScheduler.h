@@ -63,7 +63,7 @@ class HeapScheduler {
 
   TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_count++;  // capacity reserved for every record
-    m_entries[position] = {deadline, m_nextSequence++, id};
+    m_entries[position] = {deadline, id, m_nextSequence++};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
     if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
     m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
@@ -138,10 +138,12 @@ class HeapScheduler {
  private:
   static constexpr std::size_t kArity = 4;
 
+  // The id between the two keys: GCC then stores a new entry's fields one by one rather than
+  // assembling deadline and sequence in a vector register (more instructions than the stores).
   struct Entry {
     Ticks deadline;
-    std::uint64_t sequence;  // set order, for FIFO among equal deadlines; never wraps
     std::uint32_t id;
+    std::uint64_t sequence;  // set order, for FIFO among equal deadlines; never wraps
   };
 
   static bool Less(const Entry& a, const Entry& b) noexcept {

@@ -125,8 +125,8 @@ class HeapScheduler {
       if (m_pool.NodeOf(m_entries[i].id).heapIndex != i) {
         throw std::logic_error("heap: record " + std::to_string(m_entries[i].id) +
                                " thinks it is at " +
-                               std::to_string(m_pool.NodeOf(m_entries[i].id).heapIndex) +
-                               ", not " + std::to_string(i));
+                               std::to_string(m_pool.NodeOf(m_entries[i].id).heapIndex) + ", not " +
+                               std::to_string(i));
       }
       if (i != 0 && Less(m_entries[i], m_entries[Parent(i)])) {
         throw std::logic_error("heap: entry " + std::to_string(i) + " (deadline " +

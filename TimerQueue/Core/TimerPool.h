@@ -216,7 +216,7 @@ class TimerPool {
 
   void UpdateRecords() noexcept { m_records = m_hot.data() + m_sentinels; }
 
-  std::vector<Hot> m_hot;  // the sentinels, then the records
+  std::vector<Hot> m_hot;    // the sentinels, then the records
   Hot* m_records = nullptr;  // record 0 in m_hot
   std::vector<ColdRecord> m_cold;
   std::uint32_t m_sentinels;

@@ -303,7 +303,7 @@ class WheelScheduler {
   const Link m_expiredList;    // due, not yet detached; in firing order
   SlotBitmap m_occupied;       // slot i non-empty => bit i set (cleared lazily)
   const Reciprocal m_perSlot;  // division by g
-  Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to the expired list
+  Ticks m_cursor;              // absolute slot: every slot <= it is moved to the expired list
   Ticks m_slotBefore;          // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired

@@ -348,16 +348,20 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // Out of line, so that the checks on the hot path stay a compare and a branch.
   [[noreturn]] static void ThrowTimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
-    throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-                            std::to_string(maximum) + " ms");
+    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
+  }
+  static std::string TimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
+    return "timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
+           std::to_string(maximum) + " ms";
   }
   // The same throws for SetTimer, declared to return its result so that it jumps to them rather
   // than calls them: with no call left on its path, it needs no stack frame.
   TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
     throw InvalidTimerHandle(handle);
   }
+  // (Their bodies are throw expressions, so that no compiler asks for a return after them.)
   TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
-    ThrowTimeoutOutOfRange(timeout, maximum);
+    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
   }
 
   std::uint32_t AllocateRecord() {

@@ -280,7 +280,15 @@ class WheelScheduler {
     // turns it into an address.
     node.prev = tail;
     sentinel.prev = static_cast<Link>(id);
-    m_pool.NodeAt(tail).next = static_cast<Link>(id);
+    // An empty list's sentinel is written through its own address, not through `tail`: a store
+    // whose address depends on the load of `tail` (itself often just stored by an unlink) makes a
+    // chain of dependent memory accesses from one set or cancel to the next (measured: a hot
+    // arm+cancel pair 6.5 -> 9.5 ns without this branch, at fewer instructions).
+    if (tail == list) {
+      sentinel.next = static_cast<Link>(id);
+    } else {
+      m_pool.NodeAt(tail).next = static_cast<Link>(id);
+    }
     node.next = list;
   }
 

@@ -80,10 +80,6 @@ struct ColdRecord {
 // Records are addressed by index (the vectors may reallocate while they grow: never keep a
 // reference across an Allocate).
 //
-// A scheduler may ask for sentinels: hot records without a cold part or a handle, placed before
-// record 0 and addressed by the indices -1, -2, ... (NodeAt), so that a list's head can be linked
-// like a record (the wheel's slots: no head or tail cases in its links).
-//
 // Validation of a handle is O(1) and touches only the hot record: a bounds check and one compare
 // of the handle's generation with the record's key. The key equals the generation only while the
 // handle is live (allocated, not released); every other state stores kNoHandle, which no handle
@@ -93,25 +89,14 @@ class TimerPool {
  public:
   using Hot = HotRecord<Node>;
 
-  TimerPool() : TimerPool(0, kNoIndex) {}
-  // `maximumRecords` (at most kNoIndex) bounds the ids Allocate hands out to 0 .. maximum - 1.
-  TimerPool(std::uint32_t sentinels, std::uint32_t maximumRecords)
-      : m_hot(sentinels), m_sentinels(sentinels), m_maximumRecords(maximumRecords) {
-    UpdateRecords();
-  }
-  TimerPool(const TimerPool&) = delete;  // m_records points into m_hot
-  TimerPool& operator=(const TimerPool&) = delete;
-
   void Reserve(std::size_t records) {
-    m_hot.reserve(m_sentinels + records);
-    UpdateRecords();
+    m_hot.reserve(records);
     m_cold.reserve(records);
   }
 
   // Records there is room for without reallocating: schedulers size their own arrays to it.
   std::size_t Capacity() const noexcept {
-    const std::size_t hot = m_hot.capacity() - m_sentinels;
-    return hot < m_cold.capacity() ? hot : m_cold.capacity();
+    return m_hot.capacity() < m_cold.capacity() ? m_hot.capacity() : m_cold.capacity();
   }
   std::size_t Size() const noexcept { return m_size; }
 
@@ -121,7 +106,7 @@ class TimerPool {
     if (id != kNoIndex) {
       m_freeHead = static_cast<std::uint32_t>(m_cold[id].lastBatchEntry);  // the next free one
     } else {
-      if (m_size == m_maximumRecords) throw std::length_error("timer pool is full");
+      if (m_size == kNoIndex) throw std::length_error("timer pool is full");
       m_cold.emplace_back();
       try {
         m_hot.emplace_back();
@@ -129,25 +114,24 @@ class TimerPool {
         m_cold.pop_back();
         throw;
       }
-      UpdateRecords();
       id = m_size++;
     }
     ColdRecord& cold = m_cold[id];
     cold.flags = kAllocated;
     cold.lastBatchEntry = 0;
-    m_records[id].key = cold.generation;
+    m_hot[id].key = cold.generation;
     return id;
   }
 
   // No handle names the record any more (it stays allocated until Free).
   void Release(std::uint32_t id) noexcept {
-    m_records[id].key = kNoHandle;
+    m_hot[id].key = kNoHandle;
     m_cold[id].flags |= kHandleReleased;
   }
 
   void Free(std::uint32_t id) noexcept {
     ColdRecord& record = m_cold[id];
-    m_records[id].key = kNoHandle;
+    m_hot[id].key = kNoHandle;
     record.flags = 0;
     record.active = {};
     // Bump the generation so every copy of the old handle is stale. A slot whose generation has
@@ -163,7 +147,7 @@ class TimerPool {
   TIMERWHEEL_ALWAYS_INLINE std::uint32_t IdOf(TimerHandle handle) const {
     const std::uint64_t bits = BitsOf(handle);
     const auto id = static_cast<std::uint32_t>(bits);
-    if (id >= m_size || m_records[id].key != static_cast<std::uint32_t>(bits >> 32))
+    if (id >= m_size || m_hot[id].key != static_cast<std::uint32_t>(bits >> 32))
       ThrowInvalid(handle);
     return id;
   }
@@ -172,7 +156,7 @@ class TimerPool {
   TIMERWHEEL_ALWAYS_INLINE bool Find(TimerHandle handle, std::uint32_t& id) const noexcept {
     const std::uint64_t bits = BitsOf(handle);
     id = static_cast<std::uint32_t>(bits);
-    return id < m_size && m_records[id].key == static_cast<std::uint32_t>(bits >> 32);
+    return id < m_size && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
   }
 
   // The handle's index in the low 32 bits, its generation in the high ones. It arrives in one
@@ -193,13 +177,10 @@ class TimerPool {
     return TimerHandleAccess::Make(id, m_cold[id].generation);
   }
 
-  Hot& HotOf(std::uint32_t id) noexcept { return m_records[id]; }
-  const Hot& HotOf(std::uint32_t id) const noexcept { return m_records[id]; }
-  Node& NodeOf(std::uint32_t id) noexcept { return m_records[id].node; }
-  const Node& NodeOf(std::uint32_t id) const noexcept { return m_records[id].node; }
-  // A record's node by its id (>= 0), or a sentinel's by -1 .. -sentinels.
-  Node& NodeAt(std::ptrdiff_t index) noexcept { return m_records[index].node; }
-  const Node& NodeAt(std::ptrdiff_t index) const noexcept { return m_records[index].node; }
+  Hot& HotOf(std::uint32_t id) noexcept { return m_hot[id]; }
+  const Hot& HotOf(std::uint32_t id) const noexcept { return m_hot[id]; }
+  Node& NodeOf(std::uint32_t id) noexcept { return m_hot[id].node; }
+  const Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
   ColdRecord& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
   const ColdRecord& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
 
@@ -214,13 +195,8 @@ class TimerPool {
   // Out of line, so that validation on the hot path stays a few compares.
   [[noreturn]] static void ThrowInvalid(TimerHandle handle) { throw InvalidTimerHandle(handle); }
 
-  void UpdateRecords() noexcept { m_records = m_hot.data() + m_sentinels; }
-
-  std::vector<Hot> m_hot;    // the sentinels, then the records
-  Hot* m_records = nullptr;  // record 0 in m_hot
+  std::vector<Hot> m_hot;
   std::vector<ColdRecord> m_cold;
-  std::uint32_t m_sentinels;
-  std::uint32_t m_maximumRecords;
   std::uint32_t m_size = 0;  // records in the vectors, kept so that validation does no arithmetic
   std::uint32_t m_freeHead = kNoIndex;
 };

@@ -11,40 +11,34 @@ namespace {
 void WheelScheduler::CheckInvariants() const {
   std::size_t inSlots = 0;
   std::size_t expired = 0;
-  // Walks a list from its sentinel: every link names a record, each record's prev is the one
-  // before it, the sentinel's prev is the last, and the walk ends (no more records than pending).
-  auto walk = [&](Link list, auto&& checkSlot) {
-    Link previous = list;
+  auto walk = [&](const List& list, std::uint32_t listId, auto&& checkSlot) {
+    std::uint32_t previous = kNoIndex;
     std::size_t count = 0;
-    for (Link id = m_pool.NodeAt(list).next; id != list; id = m_pool.NodeAt(id).next) {
-      if (id < 0 || static_cast<std::size_t>(id) >= m_pool.Size() || count == m_size) {
-        Fail("list " + std::to_string(list) + " links to " + std::to_string(id) + " after " +
-             std::to_string(count) + " records");
+    for (std::uint32_t id = list.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
+      const Node& node = m_pool.NodeOf(id);
+      if (node.list != listId || node.prev != previous) {
+        Fail("record " + std::to_string(id) + " has list " + std::to_string(node.list) + " prev " +
+             std::to_string(node.prev) + ", expected " + std::to_string(listId) + " and " +
+             std::to_string(previous));
       }
-      const Node& node = m_pool.NodeAt(id);
-      if (node.prev != previous) {
-        Fail("record " + std::to_string(id) + " in list " + std::to_string(list) + " has prev " +
-             std::to_string(node.prev) + ", expected " + std::to_string(previous));
-      }
-      const Ticks deadline = m_pool[static_cast<std::uint32_t>(id)].deadline;
+      const Ticks deadline = m_pool[id].deadline;
       checkSlot(id, (deadline + m_granularity - 1) / m_granularity);
       previous = id;
       ++count;
     }
-    if (m_pool.NodeAt(list).prev != previous)
-      Fail("list " + std::to_string(list) + " has a wrong tail");
+    if (list.tail != previous) Fail("list " + std::to_string(listId) + " has a wrong tail");
     return count;
   };
 
-  expired = walk(m_expiredList, [&](Link id, Ticks slot) {
+  expired = walk(m_expired, kExpiredList, [&](std::uint32_t id, Ticks slot) {
     if (slot > m_cursor) {
       Fail("record " + std::to_string(id) + " is expired but its slot " + std::to_string(slot) +
            " is after the cursor " + std::to_string(m_cursor));
     }
   });
-  for (std::size_t index = 0; index < m_slotCount; ++index) {
-    const std::size_t count = walk(SlotList(index), [&](Link id, Ticks slot) {
-      if (slot <= m_cursor || slot > m_cursor + m_slotCount || (slot & m_slotMask) != index ||
+  for (std::uint32_t index = 0; index < m_slots.size(); ++index) {
+    const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
+      if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index ||
           slot < m_earliestBound) {
         Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
              " is in ring index " + std::to_string(index) + " (cursor " + std::to_string(m_cursor) +

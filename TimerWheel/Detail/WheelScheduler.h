@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "TimerQueue/Core/TimerPool.h"
 #include "TimerQueue/TimerTypes.h"
@@ -34,30 +35,21 @@ namespace timerwheel::detail {
 // the earliest slot and clears the stale bits of slots emptied by cancels (each bit once).
 //
 // The hot path, kept short because a server re-arms on almost every packet: the links live in the
-// pool's 16-byte hot records (key, prev, next), so validating a handle, testing "pending" and
-// relinking touch one small record; every list (each slot's and the expired one) is circular
-// through a sentinel that the pool keeps before record 0 and that is linked like a record (a
-// negative link), so linking and unlinking have no head or tail cases and moving a slot onto the
-// expired list is a splice; the slot is computed with a multiply by the reciprocal of g, not a
-// division; the occupancy bit is set only when a slot goes from empty to occupied; and a re-arm
-// that lands in the slot where the timer is already last changes no link at all (FIFO is kept: it
-// would be relinked to the same place).
+// pool's 16-byte hot records (key, prev, next, list), so validating a handle, testing "pending"
+// and relinking touch one small record; the slot is computed with a multiply by the reciprocal of
+// g, not a division; the occupancy bit is set only when a slot goes from empty to occupied; and a
+// re-arm that lands in the slot where the timer is already last changes no link at all (FIFO is
+// kept: it would be relinked to the same place).
 class WheelScheduler {
  public:
-  // A record's id (>= 0), or a list's sentinel: ~i for ring index i, ~N for the expired list.
-  using Link = std::int32_t;
-  static constexpr Link kNotScheduled = 0x7FFFFFFF;  // the `next` of a timer that is not pending
-
   struct Node {
-    Link prev = kNotScheduled;
-    Link next = kNotScheduled;
-    std::uint32_t padding = 0;  // 16-byte hot records: a record's address is a shift of its id
+    std::uint32_t prev = kNoIndex;
+    std::uint32_t next = kNoIndex;
+    std::uint32_t list = kNotScheduled;  // ring index of its slot, kExpiredList or kNotScheduled
   };
 
-  // The largest ring this accepts: 2^24 slots (256 MiB of sentinels).
+  // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
   static constexpr std::size_t kMaximumSlots = std::size_t{1} << 24;
-  // Ids are links, so at most 2^31 - 1 timers (ids below kNotScheduled).
-  static constexpr std::uint32_t kMaximumTimers = 0x7FFFFFFFu;
 
   // `deadlineMargin` is what the queue adds to every deadline (the clock's ReadingLagBound): a
   // deadline is at most M + margin after the reading it was computed from, and the ring covers it.
@@ -65,18 +57,14 @@ class WheelScheduler {
                  Ticks now)
       : m_granularity(CheckGranularity(granularity)),
         m_maximumTimeout(CheckMaximum(maximumTimeout, granularity, deadlineMargin)),
-        m_slotCount(RingSize(maximumTimeout + deadlineMargin, granularity)),
-        m_pool(static_cast<std::uint32_t>(m_slotCount + 1), kMaximumTimers),
-        m_slotMask(m_slotCount - 1),
-        m_expiredList(~static_cast<Link>(m_slotCount)),
-        m_occupied(m_slotCount),
+        m_slots(RingSize(maximumTimeout + deadlineMargin, granularity)),
+        m_slotMask(m_slots.size() - 1),
+        m_occupied(m_slots.size()),
         m_perSlot(granularity),
         m_cursor(now / granularity),
         m_slotBefore(m_cursor * granularity - granularity),
         m_nextAdvanceAt(m_cursor * granularity + granularity),
-        m_earliestBound(m_cursor + 1) {
-    for (Link list = m_expiredList; list < 0; ++list) MakeEmpty(list);
-  }
+        m_earliestBound(m_cursor + 1) {}
 
   TimerPool<Node>& Pool() noexcept { return m_pool; }
   const TimerPool<Node>& Pool() const noexcept { return m_pool; }
@@ -85,7 +73,7 @@ class WheelScheduler {
 
   std::size_t Size() const noexcept { return m_size; }
   bool IsScheduled(std::uint32_t id) const noexcept {
-    return m_pool.NodeOf(id).next != kNotScheduled;
+    return m_pool.NodeOf(id).list != kNotScheduled;
   }
   Milliseconds MaximumTimeout() const noexcept { return m_maximumTimeout; }
   Milliseconds Granularity() const noexcept { return m_granularity; }
@@ -103,37 +91,37 @@ class WheelScheduler {
 
   TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
-    Append(id, SlotOf(deadline));
+    Link(id, SlotOf(deadline));
     return kSettled;
   }
 
   // Advanced first (the timer's own slot may just have become due).
   TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
-    // Already last in the list it would be appended to (its next is that list's sentinel):
-    // relinking would change nothing.
-    if (m_pool.NodeOf(id).next == ListOf(slot)) return kSettled;
-    Unlink(id);
-    Append(id, slot);
+    const Node& node = m_pool.NodeOf(id);
+    // Already last in the list it would be appended to: relinking would change nothing.
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return kSettled;
+    Detach(id);
+    Link(id, slot);
     return kSettled;
   }
 
   TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     --m_size;
-    Unlink(id);
-    m_pool.NodeOf(id).next = kNotScheduled;
+    Detach(id);
+    m_pool.NodeOf(id).list = kNotScheduled;
     return kSettled;
   }
 
   // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the
   // common case: it is then the earliest).
   Ticks NextExpiry() noexcept {
-    if (!IsEmpty(m_expiredList)) return 0;  // due already
+    if (m_expired.head != kNoIndex) return 0;  // due already
     const auto first = static_cast<std::size_t>(m_earliestBound & m_slotMask);
-    if (IsEmpty(SlotList(first))) {
+    if (m_slots[first].head == kNoIndex) {
       // Size() > 0 and the expired list is empty, so some slot is occupied: the loop ends.
       std::size_t found = m_occupied.FindNextCircular(first);
-      while (IsEmpty(SlotList(found))) {  // a stale bit: clear it and look further
+      while (m_slots[found].head == kNoIndex) {  // a stale bit: clear it and look further
         m_occupied.Clear(found);
         found = m_occupied.FindNextCircular(first);
       }
@@ -147,15 +135,15 @@ class WheelScheduler {
     AdvanceTo(now);
     // The whole expired list goes: walk it once and drop it, rather than unlink each timer.
     // onDue must not touch the schedule (the queue's copies the record's data into its batch).
-    Link id = m_pool.NodeAt(m_expiredList).next;
-    MakeEmpty(m_expiredList);
+    std::uint32_t id = m_expired.head;
+    m_expired = List{};
     std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
-    while (id != m_expiredList) {
-      Node& node = m_pool.NodeAt(id);
-      const Link next = node.next;
-      node.next = kNotScheduled;
+    while (id != kNoIndex) {
+      Node& node = m_pool.NodeOf(id);
+      const std::uint32_t next = node.next;
+      node.list = kNotScheduled;
       ++detached;
-      onDue(static_cast<std::uint32_t>(id));
+      onDue(id);
       id = next;
     }
     m_size -= detached;
@@ -164,6 +152,14 @@ class WheelScheduler {
   void CheckInvariants() const;
 
  private:
+  static constexpr std::uint32_t kNotScheduled = kNoIndex;
+  static constexpr std::uint32_t kExpiredList = 0xFFFFFFFEu;
+
+  struct List {
+    std::uint32_t head = kNoIndex;
+    std::uint32_t tail = kNoIndex;
+  };
+
   static Milliseconds CheckGranularity(Milliseconds granularity) {
     if (granularity == 0)
       throw std::invalid_argument("TimerWheel: granularity must be at least 1 ms");
@@ -204,36 +200,38 @@ class WheelScheduler {
     return m_cursor + m_perSlot.DivideSuccessor(deadline - m_slotBefore);
   }
 
-  // The sentinel of the slot at ring index `index`.
-  static Link SlotList(std::size_t index) noexcept { return ~static_cast<Link>(index); }
-
   // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
-  Link ListOf(Ticks slot) const noexcept {
-    return slot == m_cursor ? m_expiredList : SlotList(static_cast<std::size_t>(slot & m_slotMask));
-  }
-
-  bool IsEmpty(Link list) const noexcept { return m_pool.NodeAt(list).next == list; }
-  void MakeEmpty(Link list) noexcept {
-    Node& sentinel = m_pool.NodeAt(list);
-    sentinel.prev = list;
-    sentinel.next = list;
+  std::uint32_t ListOf(Ticks slot) const noexcept {
+    return slot == m_cursor ? kExpiredList : static_cast<std::uint32_t>(slot & m_slotMask);
   }
 
   // Appends `id` (not in any list) to the list of `slot`, which is due already if it is the
   // cursor's (timeout 0 on a slot boundary).
-  TIMERWHEEL_ALWAYS_INLINE void Append(std::uint32_t id, Ticks slot) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void Link(std::uint32_t id, Ticks slot) noexcept {
     if (slot == m_cursor) {
-      PushBack(m_expiredList, id);
+      PushBack(m_expired, id, kExpiredList);
       return;
     }
-    const auto index = static_cast<std::size_t>(slot & m_slotMask);
-    const Link list = SlotList(index);
-    PushBack(list, id);
+    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
+    List& list = m_slots[index];
+    PushBack(list, id, index);
     // A non-empty slot has its bit set already (bits are cleared lazily, never early). Tested
-    // after the link, on the record's new `prev` (the old tail: the sentinel if it was empty),
-    // so no register is kept for it across the link.
-    if (m_pool.NodeOf(id).prev == list) m_occupied.Set(index);
+    // after the link, on the record's new `prev` (the old tail, still in a register: the same
+    // test the link made), so no register is kept for it across the link.
+    if (m_pool.NodeOf(id).prev == kNoIndex) m_occupied.Set(index);
     if (slot < m_earliestBound) m_earliestBound = slot;
+  }
+
+  // Takes `id` out of its list (leaving `list` stale for the caller to set).
+  TIMERWHEEL_ALWAYS_INLINE void Detach(std::uint32_t id) noexcept {
+    const std::uint32_t list = m_pool.NodeOf(id).list;
+    if (list == kExpiredList) {
+      Unlink(m_expired, id);
+      return;
+    }
+    // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
+    // cancel then costs an unlink only.
+    Unlink(m_slots[list], id);
   }
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
@@ -254,65 +252,61 @@ class WheelScheduler {
     if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
-  // Splices the whole slot onto the tail of the expired list (no walk: no record names its list).
   void MoveSlotToExpired(std::uint32_t index) noexcept {
+    List& slot = m_slots[index];
     m_occupied.Clear(index);
-    const Link list = SlotList(index);
-    Node& slot = m_pool.NodeAt(list);
-    if (slot.next == list) return;  // a stale occupancy bit
-    Node& expired = m_pool.NodeAt(m_expiredList);
-    const Link first = slot.next;
-    const Link last = slot.prev;
-    const Link tail = expired.prev;  // the expired sentinel itself if it is empty
-    m_pool.NodeAt(tail).next = first;
-    m_pool.NodeAt(first).prev = tail;
-    m_pool.NodeAt(last).next = m_expiredList;
-    expired.prev = last;
-    MakeEmpty(list);
-  }
-
-  TIMERWHEEL_ALWAYS_INLINE void PushBack(Link list, std::uint32_t id) noexcept {
-    Node& sentinel = m_pool.NodeAt(list);
-    const Link tail = sentinel.prev;  // the sentinel itself if the list is empty
-    Node& node = m_pool.NodeOf(id);
-    // In this order, so that GCC does not pair the record's two stores into a vector store
-    // (which costs more instructions to assemble than it saves), and stores `tail` before it
-    // turns it into an address.
-    node.prev = tail;
-    sentinel.prev = static_cast<Link>(id);
-    // An empty list's sentinel is written through its own address, not through `tail`: a store
-    // whose address depends on the load of `tail` (itself often just stored by an unlink) makes a
-    // chain of dependent memory accesses from one set or cancel to the next (measured: without
-    // this branch the sentinels took a hot arm+cancel pair from 6.5 to 8.3-9.5 ns, at fewer
-    // instructions; with it, 7.1).
-    if (tail == list) {
-      sentinel.next = static_cast<Link>(id);
-    } else {
-      m_pool.NodeAt(tail).next = static_cast<Link>(id);
+    if (slot.head == kNoIndex) return;  // a stale occupancy bit
+    for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
+      m_pool.NodeOf(id).list = kExpiredList;
     }
-    node.next = list;
+    // Splice the whole slot onto the tail of the expired list.
+    if (m_expired.tail == kNoIndex) {
+      m_expired.head = slot.head;
+    } else {
+      m_pool.NodeOf(m_expired.tail).next = slot.head;
+      m_pool.NodeOf(slot.head).prev = m_expired.tail;
+    }
+    m_expired.tail = slot.tail;
+    slot = List{};
   }
 
-  // Takes `id` out of its list (leaving its `next` stale for the caller to set). The occupancy
-  // bit is cleared lazily, by the next search that finds the slot empty: a cancel then costs an
-  // unlink only.
-  TIMERWHEEL_ALWAYS_INLINE void Unlink(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE void PushBack(List& list, std::uint32_t id,
+                                         std::uint32_t listId) noexcept {
+    Node& node = m_pool.NodeOf(id);
+    node.list = listId;
+    node.next = kNoIndex;
+    node.prev = list.tail;
+    if (list.tail == kNoIndex) {
+      list.head = id;
+    } else {
+      m_pool.NodeOf(list.tail).next = id;
+    }
+    list.tail = id;
+  }
+
+  TIMERWHEEL_ALWAYS_INLINE void Unlink(List& list, std::uint32_t id) noexcept {
     const Node& node = m_pool.NodeOf(id);
-    const Link prev = node.prev;
-    const Link next = node.next;
-    m_pool.NodeAt(prev).next = next;
-    m_pool.NodeAt(next).prev = prev;
+    if (node.prev == kNoIndex) {
+      list.head = node.next;
+    } else {
+      m_pool.NodeOf(node.prev).next = node.next;
+    }
+    if (node.next == kNoIndex) {
+      list.tail = node.prev;
+    } else {
+      m_pool.NodeOf(node.next).prev = node.prev;
+    }
   }
 
+  TimerPool<Node> m_pool;
   const Milliseconds m_granularity;
   const Milliseconds m_maximumTimeout;
-  const std::size_t m_slotCount;  // N, a power of two
-  TimerPool<Node> m_pool;         // the records, after N + 1 sentinels: the lists' heads
+  std::vector<List> m_slots;  // ring of N slots, N a power of two
   const Ticks m_slotMask;
-  const Link m_expiredList;    // due, not yet detached; in firing order
-  SlotBitmap m_occupied;       // slot i non-empty => bit i set (cleared lazily)
+  SlotBitmap m_occupied;       // m_slots[i] non-empty => bit i set (cleared lazily)
   const Reciprocal m_perSlot;  // division by g
-  Ticks m_cursor;              // absolute slot: every slot <= it is moved to the expired list
+  List m_expired;              // due, not yet detached; in firing order
+  Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to m_expired
   Ticks m_slotBefore;          // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired

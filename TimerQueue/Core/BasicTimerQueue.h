@@ -29,10 +29,15 @@ namespace timerwheel::detail {
 //   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
 //   bool MustAdvance(Ticks now) const noexcept;  // AdvanceTo(now) has work to do
 //   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
-//   void Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
-//   void Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
+//   std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
+//   std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
 //   (deadline computed from a reading `now` the scheduler has been advanced to)
-//   void Unschedule(std::uint32_t id) noexcept;         // id scheduled
+//   std::size_t Unschedule(std::uint32_t id) noexcept;         // id scheduled
+//   (each returns kSettled, or a position whose order Settle must restore before any other
+//   call: the queue makes that call out of line, as its last step, so that the common path
+//   saves no registers for it)
+//   static constexpr std::size_t kSettled;
+//   void Settle(std::size_t position) noexcept;
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -75,13 +80,13 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
   // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
-  // that the common path jumps over, so it saves and restores no registers.
+  // that the common path jumps over, so it saves and restores no registers. A queue with such a
+  // clock and no monitor (m_plainSets) takes a path that tests for neither.
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    if (m_tickCounter == nullptr)
-      return SetTimerReadingProvider(handle, timer, timeout, userData, setIf);
-    return SetTimerAt(handle, timer, timeout, userData, setIf,
-                      m_tickCounter->load(std::memory_order_relaxed));
+    if (!m_plainSets) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
+    return SetTimerAt</*kMayReport=*/false>(handle, timer, timeout, userData, setIf,
+                                            m_tickCounter->load(std::memory_order_relaxed));
   }
 
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
@@ -102,22 +107,27 @@ class BasicTimerQueue : public IManageTimerQueue {
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
                   (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
       }
-      if (updated) Arm(id, timer, userData, deadline, wasPending);
+      if (updated) Settle(Arm(id, timer, userData, deadline, wasPending));
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
     return wasPending;
   }
 
+  // Touches only the hot record: the active data of a timer that is not pending is never read,
+  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
   bool CancelTimer(TimerHandle handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
-    const bool wasPending = Disarm(id);
-    return m_monitor == nullptr ? wasPending : ReportCancelled(wasPending);
+    if (!m_scheduler.IsScheduled(id)) return m_monitor == nullptr ? false : ReportCancelled(false);
+    const std::size_t unsettled = m_scheduler.Unschedule(id);
+    if (unsettled != Scheduler::kSettled) return CancelTimerSettling(unsettled);
+    return m_monitor == nullptr ? true : ReportCancelled(true);
   }
 
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
-    const bool wasPending = Disarm(id);
+    const bool wasPending = m_scheduler.IsScheduled(id);
+    if (wasPending) Settle(m_scheduler.Unschedule(id));
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
     if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
@@ -136,7 +146,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false);
+    Settle(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -298,6 +308,7 @@ class BasicTimerQueue : public IManageTimerQueue {
         m_tickCounter(ticks.ReadingCounter()),
         m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
+        m_plainSets(m_tickCounter != nullptr && monitor == nullptr),
         m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
@@ -337,8 +348,20 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // Out of line, so that the checks on the hot path stay a compare and a branch.
   [[noreturn]] static void ThrowTimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
-    throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-                            std::to_string(maximum) + " ms");
+    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
+  }
+  static std::string TimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
+    return "timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
+           std::to_string(maximum) + " ms";
+  }
+  // The same throws for SetTimer, declared to return its result so that it jumps to them rather
+  // than calls them: with no call left on its path, it needs no stack frame.
+  TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
+    throw InvalidTimerHandle(handle);
+  }
+  // (Their bodies are throw expressions, so that no compiler asks for a return after them.)
+  TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
+    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
   }
 
   std::uint32_t AllocateRecord() {
@@ -357,23 +380,46 @@ class BasicTimerQueue : public IManageTimerQueue {
                                     : m_ticks.GetTickCount();
   }
 
+  // kMayReport: whether there may be a monitor to report to (false only when m_plainSets).
+  template <bool kMayReport>
   TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
                                            UserData userData, SetIf setIf, Ticks now) {
-    const std::uint32_t id = Pool().IdOf(handle);
-    CheckTimeout(timeout);
+    std::uint32_t id;
+    if (!Pool().Find(handle, id)) return RejectHandle(handle);
+    if (timeout > m_scheduler.MaximumTimeout())
+      return RejectTimeout(timeout, m_scheduler.MaximumTimeout());
     if (m_scheduler.MustAdvance(now))
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
-      Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
+      const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
+      if (unsettled != Scheduler::kSettled) return SetTimerSettling(unsettled, wasPending);
     }
-    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+    if constexpr (kMayReport) {
+      if (m_monitor != nullptr) return ReportSet(wasPending);
+    }
+    return wasPending;
   }
 
-  TIMERWHEEL_NEVER_INLINE bool SetTimerReadingProvider(TimerHandle handle, ITimer& timer,
-                                                       Milliseconds timeout, UserData userData,
-                                                       SetIf setIf) {
-    return SetTimerAt(handle, timer, timeout, userData, setIf, m_ticks.GetTickCount());
+  // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
+  // line and returning the result, so that the caller tail-calls it.
+  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled, bool wasPending) {
+    m_scheduler.Settle(unsettled);
+    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+  }
+  TIMERWHEEL_NEVER_INLINE bool CancelTimerSettling(std::size_t unsettled) {
+    m_scheduler.Settle(unsettled);
+    return m_monitor == nullptr ? true : ReportCancelled(true);
+  }
+
+  void Settle(std::size_t unsettled) noexcept {
+    if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
+  }
+
+  TIMERWHEEL_NEVER_INLINE bool SetTimerInGeneral(TimerHandle handle, ITimer& timer,
+                                                 Milliseconds timeout, UserData userData,
+                                                 SetIf setIf) {
+    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, Now());
   }
 
   // Validated already; advancing first cannot fail and changes nothing a caller can observe. It
@@ -384,7 +430,7 @@ class BasicTimerQueue : public IManageTimerQueue {
                                                     SetIf setIf) {
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    return SetTimerAt(handle, timer, timeout, userData, setIf, now);
+    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, now);
   }
 
   // Monitor reports out of line and returning the result, so the caller tail-calls them.
@@ -398,24 +444,13 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // The scheduler has been advanced to the time `deadline` was computed from.
-  TIMERWHEEL_ALWAYS_INLINE void Arm(std::uint32_t id, ITimer& timer, UserData userData,
-                                    Ticks deadline, bool wasPending) noexcept {
+  // Returns what the scheduler left to Settle.
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Arm(std::uint32_t id, ITimer& timer, UserData userData,
+                                           Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
     record.deadline = deadline;
-    if (wasPending) {
-      m_scheduler.Reschedule(id, deadline);
-    } else {
-      m_scheduler.Schedule(id, deadline);
-    }
-  }
-
-  // Touches only the hot record: the active data of a timer that is not pending is never read,
-  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
-  TIMERWHEEL_ALWAYS_INLINE bool Disarm(std::uint32_t id) noexcept {
-    if (!m_scheduler.IsScheduled(id)) return false;
-    m_scheduler.Unschedule(id);
-    return true;
+    return wasPending ? m_scheduler.Reschedule(id, deadline) : m_scheduler.Schedule(id, deadline);
   }
 
   void FreeRecord(std::uint32_t id) noexcept {
@@ -430,7 +465,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  Scheduler m_scheduler;  // owns the record pool
+  const bool m_plainSets;  // a ReadingCounter and no monitor: SetTimer tests for neither
+  Scheduler m_scheduler;   // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs

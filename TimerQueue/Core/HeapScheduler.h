@@ -3,9 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "TimerQueue/Core/TimerPool.h"
 #include "TimerQueue/TimerTypes.h"
@@ -30,11 +31,18 @@ class HeapScheduler {
   TimerPool<Node>& Pool() noexcept { return m_pool; }
   const TimerPool<Node>& Pool() const noexcept { return m_pool; }
 
+  // The entries are an array of fixed capacity with a count, not a vector: Schedule then has no
+  // growth path (and its call) to save registers for, and the size is a load, not a pointer
+  // difference divided by 24.
   void Reserve(std::size_t records) {
-    if (records > m_heap.capacity()) m_heap.reserve(records);
+    if (records <= m_capacity) return;
+    std::unique_ptr<Entry[]> entries(new Entry[records]);  // not initialised: written before read
+    if (m_count != 0) std::memcpy(entries.get(), m_entries.get(), m_count * sizeof(Entry));
+    m_entries = std::move(entries);
+    m_capacity = records;
   }
 
-  std::size_t Size() const noexcept { return m_heap.size(); }
+  std::size_t Size() const noexcept { return m_count; }
 
   bool IsScheduled(std::uint32_t id) const noexcept {
     return m_pool.NodeOf(id).heapIndex != kNoIndex;
@@ -46,71 +54,83 @@ class HeapScheduler {
   static constexpr bool MustAdvance(Ticks) noexcept { return false; }
   static void AdvanceTo(Ticks) noexcept {}
 
-  // The common cases (a new timer no earlier than its parent, a re-armed leaf) touch no other
-  // entry and make no call; the sifts are out of line so that they do not make every set save
-  // and restore the registers they need.
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
-    const std::size_t position = m_heap.size();
-    m_heap.push_back({deadline, m_nextSequence++, id});  // capacity reserved: cannot throw
+  // Schedule, Reschedule and Unschedule do the common cases (a new timer no earlier than its
+  // parent, a re-armed leaf, removing the last entry) without touching another entry and without
+  // a call, and return the position whose entry may be out of order (kSettled: none). The queue
+  // then calls Settle out of line, as its last step, so that no set or cancel saves and restores
+  // registers for the sifts.
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
+    const std::size_t position = m_count++;  // capacity reserved for every record
+    m_entries[position] = {deadline, id, m_nextSequence++};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
-    if (position != 0 && deadline < m_heap[Parent(position)].deadline) {
-      SiftUp(position);
-    } else {
-      m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
-    }
+    if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+    m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
-    Entry& entry = m_heap[position];
+    Entry& entry = m_entries[position];
     // The new sequence number is larger than every other, so the key moves up only if the
     // deadline is strictly earlier.
     const bool earlier = deadline < entry.deadline;
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      if (position != 0 && deadline < m_heap[Parent(position)].deadline) SiftUp(position);
-    } else if (position * kArity + 1 < m_heap.size()) {  // a leaf has nothing to sift past
-      SiftDown(position);
+      if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+    } else if (position * kArity + 1 < m_count) {  // a leaf has nothing to sift past
+      return position;
     }
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
-    const Entry last = m_heap.back();
-    m_heap.pop_back();
-    if (position == m_heap.size()) return;  // it was the last entry
-    const bool moveUp = Less(last, m_heap[position]);
-    m_heap[position] = last;
-    if (moveUp) {
+    const std::size_t lastPosition = --m_count;
+    if (position == lastPosition) return kSettled;  // it was the last entry
+    m_entries[position] = m_entries[lastPosition];  // its record's heapIndex is set by Settle
+    return position;
+  }
+
+  // Moves the entry at `position` up or down to where it belongs (and tells its record).
+  TIMERWHEEL_NEVER_INLINE void Settle(std::size_t position) noexcept {
+    if (position != 0 && Less(m_entries[position], m_entries[Parent(position)])) {
       SiftUp(position);
     } else {
       SiftDown(position);
     }
   }
 
-  Ticks NextExpiry() const noexcept { return m_heap.front().deadline; }
+  Ticks NextExpiry() const noexcept { return m_entries[0].deadline; }
 
   template <class OnDue>
   void DetachDue(Ticks now, OnDue&& onDue) {
-    while (!m_heap.empty() && m_heap.front().deadline <= now) {
-      const std::uint32_t id = m_heap.front().id;
-      Unschedule(id);
+    while (m_count != 0 && m_entries[0].deadline <= now) {
+      const std::uint32_t id = m_entries[0].id;
+      m_pool.NodeOf(id).heapIndex = kNoIndex;
+      const std::size_t lastPosition = --m_count;
+      if (lastPosition != 0) {  // the last entry takes the root's place and goes down
+        m_entries[0] = m_entries[lastPosition];
+        SiftDown(0);
+      }
       onDue(id);
     }
   }
 
   void CheckInvariants() const {
-    for (std::size_t i = 0; i < m_heap.size(); ++i) {
-      if (m_pool.NodeOf(m_heap[i].id).heapIndex != i) {
-        throw std::logic_error(
-            "heap: record " + std::to_string(m_heap[i].id) + " thinks it is at " +
-            std::to_string(m_pool.NodeOf(m_heap[i].id).heapIndex) + ", not " + std::to_string(i));
+    for (std::size_t i = 0; i < m_count; ++i) {
+      if (m_pool.NodeOf(m_entries[i].id).heapIndex != i) {
+        throw std::logic_error("heap: record " + std::to_string(m_entries[i].id) +
+                               " thinks it is at " +
+                               std::to_string(m_pool.NodeOf(m_entries[i].id).heapIndex) + ", not " +
+                               std::to_string(i));
       }
-      if (i != 0 && Less(m_heap[i], m_heap[Parent(i)])) {
+      if (i != 0 && Less(m_entries[i], m_entries[Parent(i)])) {
         throw std::logic_error("heap: entry " + std::to_string(i) + " (deadline " +
-                               std::to_string(m_heap[i].deadline) + ") is before its parent");
+                               std::to_string(m_entries[i].deadline) + ") is before its parent");
       }
     }
   }
@@ -118,10 +138,12 @@ class HeapScheduler {
  private:
   static constexpr std::size_t kArity = 4;
 
+  // The id between the two keys: GCC then stores a new entry's fields one by one rather than
+  // assembling deadline and sequence in a vector register (more instructions than the stores).
   struct Entry {
     Ticks deadline;
-    std::uint64_t sequence;  // set order, for FIFO among equal deadlines; never wraps
     std::uint32_t id;
+    std::uint64_t sequence;  // set order, for FIFO among equal deadlines; never wraps
   };
 
   static bool Less(const Entry& a, const Entry& b) noexcept {
@@ -130,41 +152,43 @@ class HeapScheduler {
   static std::size_t Parent(std::size_t i) noexcept { return (i - 1) / kArity; }
 
   void Place(std::size_t position, const Entry& entry) noexcept {
-    m_heap[position] = entry;
+    m_entries[position] = entry;
     m_pool.NodeOf(entry.id).heapIndex = static_cast<std::uint32_t>(position);
   }
 
   TIMERWHEEL_NEVER_INLINE void SiftUp(std::size_t position) noexcept {
-    const Entry moving = m_heap[position];
+    const Entry moving = m_entries[position];
     while (position != 0) {
       const std::size_t parent = Parent(position);
-      if (!Less(moving, m_heap[parent])) break;
-      Place(position, m_heap[parent]);
+      if (!Less(moving, m_entries[parent])) break;
+      Place(position, m_entries[parent]);
       position = parent;
     }
     Place(position, moving);
   }
 
   TIMERWHEEL_NEVER_INLINE void SiftDown(std::size_t position) noexcept {
-    const Entry moving = m_heap[position];
-    const std::size_t size = m_heap.size();
+    const Entry moving = m_entries[position];
+    const std::size_t size = m_count;
     for (;;) {
       const std::size_t first = position * kArity + 1;
       if (first >= size) break;
       const std::size_t end = first + kArity < size ? first + kArity : size;
       std::size_t smallest = first;
       for (std::size_t child = first + 1; child < end; ++child) {
-        if (Less(m_heap[child], m_heap[smallest])) smallest = child;
+        if (Less(m_entries[child], m_entries[smallest])) smallest = child;
       }
-      if (!Less(m_heap[smallest], moving)) break;
-      Place(position, m_heap[smallest]);
+      if (!Less(m_entries[smallest], moving)) break;
+      Place(position, m_entries[smallest]);
       position = smallest;
     }
     Place(position, moving);
   }
 
   TimerPool<Node> m_pool;
-  std::vector<Entry> m_heap;
+  std::unique_ptr<Entry[]> m_entries;  // the heap: m_count entries of m_capacity
+  std::size_t m_capacity = 0;
+  std::size_t m_count = 0;
   std::uint64_t m_nextSequence = 0;
 };
 

@@ -23,6 +23,14 @@
 #endif
 // And for the rare paths the compiler would otherwise inline into them: their register needs then
 // make every call save and restore registers that only the rare path uses.
+// TIMERWHEEL_REJECT: a function that only throws but is declared to return, so that a caller
+// returning its result jumps to it (a call would need an aligned stack frame). GCC would find
+// that it never returns and call it; noipa hides that.
+#if defined(__GNUC__) && !defined(__clang__)
+#define TIMERWHEEL_REJECT __attribute__((noipa))
+#else
+#define TIMERWHEEL_REJECT TIMERWHEEL_NEVER_INLINE
+#endif
 
 namespace timerwheel::detail {
 
@@ -137,20 +145,32 @@ class TimerPool {
 
   // The record a handle names, or InvalidTimerHandle if it is null, destroyed or stale.
   TIMERWHEEL_ALWAYS_INLINE std::uint32_t IdOf(TimerHandle handle) const {
-    // The handle arrives in one 64-bit register; GCC spills it to memory to read the members
-    // apart, so on little-endian targets they are read from its bits (index first).
+    const std::uint64_t bits = BitsOf(handle);
+    const auto id = static_cast<std::uint32_t>(bits);
+    if (id >= m_size || m_hot[id].key != static_cast<std::uint32_t>(bits >> 32))
+      ThrowInvalid(handle);
+    return id;
+  }
+
+  // Whether the handle is live; if it is, `id` is the record it names.
+  TIMERWHEEL_ALWAYS_INLINE bool Find(TimerHandle handle, std::uint32_t& id) const noexcept {
+    const std::uint64_t bits = BitsOf(handle);
+    id = static_cast<std::uint32_t>(bits);
+    return id < m_size && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
+  }
+
+  // The handle's index in the low 32 bits, its generation in the high ones. It arrives in one
+  // 64-bit register; GCC spills it to memory to read the members apart, so on little-endian
+  // targets they are read from its bits.
+  static std::uint64_t BitsOf(TimerHandle handle) noexcept {
 #if defined(_WIN32) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
     static_assert(sizeof(TimerHandle) == sizeof(std::uint64_t));
     std::uint64_t bits;
     std::memcpy(&bits, &handle, sizeof bits);
-    const auto id = static_cast<std::uint32_t>(bits);
-    const auto generation = static_cast<std::uint32_t>(bits >> 32);
+    return bits;
 #else
-    const std::uint32_t id = handle.Index();
-    const std::uint32_t generation = handle.Generation();
+    return std::uint64_t{handle.Generation()} << 32 | handle.Index();
 #endif
-    if (id >= m_size || m_hot[id].key != generation) ThrowInvalid(handle);
-    return id;
   }
 
   TimerHandle HandleOf(std::uint32_t id) const noexcept {

@@ -27,7 +27,12 @@ class Reciprocal {
       : m_multiplier(~std::uint64_t{0} / divisor), m_divisor(divisor) {}
 
   std::uint32_t DivideRoundingUp(std::uint32_t n) const noexcept {
-    const std::uint64_t successor = std::uint64_t{n} + m_divisor;  // (n + d - 1) + 1
+    return DivideSuccessor(std::uint64_t{n} + m_divisor);  // (n + d - 1) + 1
+  }
+
+  // floor((successor - 1) / d) for 1 <= successor <= 2^32: ceil(n / d) is this of n + d, and a
+  // caller that has n + d at hand (the wheel: deadline - (cursor start - g)) saves the add.
+  std::uint32_t DivideSuccessor(std::uint64_t successor) const noexcept {
 #if defined(__SIZEOF_INT128__)
     return static_cast<std::uint32_t>((static_cast<Uint128>(m_multiplier) * successor) >> 64);
 #elif defined(_MSC_VER) && !defined(__clang__) && defined(_M_X64)

@@ -37,9 +37,12 @@ class SlotBitmap {
 
   TIMERWHEEL_ALWAYS_INLINE void Set(std::size_t bit) noexcept {  // on the set path
     const std::size_t word = bit / 64;
+    const std::uint64_t bits = m_level0[word];
+    // Often set already: bits are cleared lazily, so a slot emptied by a cancel keeps its bit.
+    if ((bits >> (bit % 64)) & 1u) return;
     // Level 1 already has the word's bit unless the word was empty.
-    if (m_level0[word] == 0) m_level1[word / 64] |= std::uint64_t{1} << (word % 64);
-    m_level0[word] |= std::uint64_t{1} << (bit % 64);
+    if (bits == 0) m_level1[word / 64] |= std::uint64_t{1} << (word % 64);
+    m_level0[word] = bits | std::uint64_t{1} << (bit % 64);
   }
 
   void Clear(std::size_t bit) noexcept {

@@ -55,8 +55,9 @@ void WheelScheduler::CheckInvariants() const {
          " expired, but m_size " + std::to_string(m_size));
   }
   if (m_earliestBound <= m_cursor) Fail("the earliest-slot bound is not after the cursor");
-  if (m_cursorStart != m_cursor * m_granularity || m_nextAdvanceAt != m_cursorStart + m_granularity)
-    Fail("cursor start or next advance time is stale");
+  if (m_slotBefore + m_granularity != m_cursor * m_granularity ||
+      m_nextAdvanceAt != m_cursor * m_granularity + m_granularity)
+    Fail("the slot before the cursor or the next advance time is stale");
 }
 
 }  // namespace timerwheel::detail

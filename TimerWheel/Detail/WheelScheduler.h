@@ -62,8 +62,8 @@ class WheelScheduler {
         m_occupied(m_slots.size()),
         m_perSlot(granularity),
         m_cursor(now / granularity),
-        m_cursorStart(m_cursor * granularity),
-        m_nextAdvanceAt(m_cursorStart + granularity),
+        m_slotBefore(m_cursor * granularity - granularity),
+        m_nextAdvanceAt(m_cursor * granularity + granularity),
         m_earliestBound(m_cursor + 1) {}
 
   TimerPool<Node>& Pool() noexcept { return m_pool; }
@@ -85,25 +85,32 @@ class WheelScheduler {
     if (MustAdvance(now)) AdvanceCursor(now);
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  // Nothing is ever left out of order (the queue's Settle step is the heap's).
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+  static void Settle(std::size_t) noexcept {}
+
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
+    return kSettled;
   }
 
   // Advanced first (the timer's own slot may just have become due).
-  TIMERWHEEL_ALWAYS_INLINE void Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
-    if (node.next == kNoIndex && node.list == ListOf(slot)) return;
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return kSettled;
     Detach(id);
     Link(id, slot);
+    return kSettled;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE void Unschedule(std::uint32_t id) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     --m_size;
     Detach(id);
     m_pool.NodeOf(id).list = kNotScheduled;
+    return kSettled;
   }
 
   // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the
@@ -185,12 +192,12 @@ class WheelScheduler {
 
   // The absolute slot of an exact deadline: ceil(deadline / g), computed from the cursor so the
   // division is 32-bit. Needs the cursor advanced to `now` <= deadline: then deadline >= cursor *
-  // g, and deadline - cursor * g < M + margin + g, so offset + g - 1 fits in 32 bits
+  // g, and offset = deadline - cursor * g < M + margin + g, so offset + g fits in 32 bits
   // (CheckMaximum) and the slot is at most ceil((M + margin) / g) + 1 ahead of the cursor: inside
-  // the ring.
+  // the ring. offset + g is deadline - m_slotBefore (modulo 2^64, exact since it is below 2^32),
+  // what the reciprocal takes for ceil(offset / g).
   Ticks SlotOf(Ticks deadline) const noexcept {
-    const auto offset = static_cast<std::uint32_t>(deadline - m_cursorStart);
-    return m_cursor + m_perSlot.DivideRoundingUp(offset);
+    return m_cursor + m_perSlot.DivideSuccessor(deadline - m_slotBefore);
   }
 
   // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
@@ -240,8 +247,8 @@ class WheelScheduler {
       MoveSlotToExpired(static_cast<std::uint32_t>(found));
     }
     m_cursor = newCursor;
-    m_cursorStart = newCursor * m_granularity;
-    m_nextAdvanceAt = m_cursorStart + m_granularity;
+    m_nextAdvanceAt = newCursor * m_granularity + m_granularity;
+    m_slotBefore = m_nextAdvanceAt - 2 * Ticks{m_granularity};
     if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
@@ -300,7 +307,7 @@ class WheelScheduler {
   const Reciprocal m_perSlot;  // division by g
   List m_expired;              // due, not yet detached; in firing order
   Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to m_expired
-  Ticks m_cursorStart;         // m_cursor * g
+  Ticks m_slotBefore;          // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
   Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;      // scheduled timers: in slots + expired
   // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,

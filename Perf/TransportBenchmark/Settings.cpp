@@ -2,8 +2,33 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace timerwheel::perf {
+namespace {
+
+// An option that picks one of two modes or both, e.g. "--io batched|unbatched|both": `modes`
+// gets the mode named, or both in the order given. False, having said why, for another word.
+bool ParseOneOrBoth(const char* option, const std::string& word,
+                    const std::pair<const char*, bool>& first,
+                    const std::pair<const char*, bool>& second, std::vector<bool>& modes) {
+  if (word == first.first) {
+    modes = {first.second};
+  } else if (word == second.first) {
+    modes = {second.second};
+  } else if (word == "both") {
+    modes = {first.second, second.second};
+  } else {
+    std::fprintf(stderr, "%s takes %s, %s or both, not '%s'\n", option, first.first, second.first,
+                 word.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 bool ParseSettings(int argc, char** argv, Settings& settings) {
   bool lossesGiven = false;
@@ -72,27 +97,13 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       }
       settings.controllers.push_back(controller);
     } else if (arg == "--encrypt" && i + 1 < argc) {
-      const std::string mode = argv[++i];
-      if (mode == "off") {
-        settings.encryption = {false};
-      } else if (mode == "on") {
-        settings.encryption = {true};
-      } else if (mode == "both") {
-        settings.encryption = {false, true};
-      } else {
-        std::fprintf(stderr, "--encrypt takes off, on or both, not '%s'\n", mode.c_str());
+      if (!ParseOneOrBoth("--encrypt", argv[++i], {"off", false}, {"on", true},
+                          settings.encryption)) {
         return false;
       }
     } else if (arg == "--io" && i + 1 < argc) {
-      const std::string mode = argv[++i];
-      if (mode == "batched") {
-        settings.batching = {true};
-      } else if (mode == "unbatched") {
-        settings.batching = {false};
-      } else if (mode == "both") {
-        settings.batching = {true, false};
-      } else {
-        std::fprintf(stderr, "--io takes batched, unbatched or both, not '%s'\n", mode.c_str());
+      if (!ParseOneOrBoth("--io", argv[++i], {"batched", true}, {"unbatched", false},
+                          settings.batching)) {
         return false;
       }
     } else if (arg == "--only" && i + 1 < argc) {

@@ -343,25 +343,19 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   void CheckTimeout(Milliseconds timeout) const {
     if (timeout > m_scheduler.MaximumTimeout())
-      ThrowTimeoutOutOfRange(timeout, m_scheduler.MaximumTimeout());
+      RejectTimeout(timeout, m_scheduler.MaximumTimeout());
   }
 
-  // Out of line, so that the checks on the hot path stay a compare and a branch.
-  [[noreturn]] static void ThrowTimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
-    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
-  }
-  static std::string TimeoutOutOfRange(Milliseconds timeout, Milliseconds maximum) {
-    return "timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-           std::to_string(maximum) + " ms";
-  }
-  // The same throws for SetTimer, declared to return its result so that it jumps to them rather
-  // than calls them: with no call left on its path, it needs no stack frame.
+  // The throws, out of line so that the checks on the hot path stay a compare and a branch, and
+  // declared to return a result so that SetTimer jumps to them rather than calls them: with no
+  // call left on its path, it needs no stack frame. (Their bodies are throw expressions, so that
+  // no compiler asks for a return after them.)
   TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
     throw InvalidTimerHandle(handle);
   }
-  // (Their bodies are throw expressions, so that no compiler asks for a return after them.)
   TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
-    throw std::out_of_range(TimeoutOutOfRange(timeout, maximum));
+    throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
+                            std::to_string(maximum) + " ms");
   }
 
   std::uint32_t AllocateRecord() {

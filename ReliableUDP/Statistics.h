@@ -72,6 +72,8 @@ struct ConnectionStatistics {
   // Bandwidth-probing-cycle round trips (Cruise, or Down after 3 rounds) that never emptied the
   // queue, after which it paced at what the round delivered and drained.
   std::uint64_t standingQueueRounds = 0;
+  // Slow starts (NewReno's HyStart++) or Startups (Bbr) ended by a rising RTT, before any loss.
+  std::uint64_t startupExitsOnDelay = 0;
   std::uint64_t phaseMicroseconds[kCongestionPhaseCount] = {};  // time spent, by CongestionPhase
   // Encryption: whether the connection is encrypted, and its key updates so far.
   bool encrypted = false;
@@ -90,21 +92,22 @@ inline const char* CongestionPhaseName(CongestionPhase phase) {
 // The congestion controller's state in one line, for logs and the end of a transfer: the model
 // (estimated bandwidth, min RTT), the losses, and the share of time in each phase (Bbr), e.g.
 // "bw 48.1 Mbit/s, min RTT 20.1 ms, srtt 21.0 ms, cwnd 250 KB, lost 12 (congestive rounds 1),
-// standing-queue rounds 3, phases Startup 2% Drain 0% ProbeBW-down 4% ...". Controllers without a
-// model show the window.
+// standing-queue rounds 3, delay exits 1, phases Startup 2% Drain 0% ProbeBW-down 4% ...".
+// Controllers without a model show the window.
 inline std::string DescribeCongestion(const ConnectionStatistics& statistics) {
-  char buffer[200];
+  char buffer[256];
   std::string text;
   const auto ms = [](std::uint64_t us) { return static_cast<double>(us) / 1000.0; };
   std::snprintf(buffer, sizeof buffer,
                 "bw %.1f Mbit/s, min RTT %.1f ms, srtt %.1f ms, cwnd %.0f KB, lost %llu "
-                "(congestive rounds %llu), standing-queue rounds %llu",
+                "(congestive rounds %llu), standing-queue rounds %llu, delay exits %llu",
                 static_cast<double>(statistics.bandwidthEstimate) * 8 / 1e6,
                 ms(statistics.modelMinRttMicroseconds), ms(statistics.smoothedRttMicroseconds),
                 static_cast<double>(statistics.congestionWindow) / 1024,
                 static_cast<unsigned long long>(statistics.packetsLost),
                 static_cast<unsigned long long>(statistics.congestiveLossRounds),
-                static_cast<unsigned long long>(statistics.standingQueueRounds));
+                static_cast<unsigned long long>(statistics.standingQueueRounds),
+                static_cast<unsigned long long>(statistics.startupExitsOnDelay));
   text += buffer;
   std::uint64_t total = 0;
   for (std::uint64_t us : statistics.phaseMicroseconds) total += us;

@@ -28,6 +28,12 @@ constexpr double kHeadroom = 0.85;
 constexpr Microseconds kQueueRttDivisor = 8;
 constexpr Microseconds kQueueRttFloor = 2'000;
 constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
+// Startup also ends on its own queue: this many RTT samples in a row (RFC 9406's N_RTT_SAMPLE)
+// each above the minimum by max(min RTT / 2, 2 ms). Half the min RTT is where bufferbloat starts
+// (an RTT of 1.5x the base); a smaller rise would also end a newcomer's Startup on the queue that
+// a flow already there keeps in a shallow buffer, below its fair share.
+constexpr unsigned kStartupQueueSamples = 8;
+constexpr Microseconds kStartupQueueRttDivisor = 2;
 // A standing queue (a whole round whose every RTT sample is that far above the minimum) in Cruise,
 // or in Down after this many rounds, paces at what the round delivered (OnStandingQueue).
 constexpr std::uint64_t kDownRoundsBeforeCut = 3;
@@ -132,6 +138,7 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
     m_roundRttSum += queued;
     ++m_roundRttSamples;
     m_roundMinRtt = std::min(m_roundMinRtt, queued);
+    if (m_phase == CongestionPhase::Startup) CheckStartupQueue(queued);
   }
   UpdateBandwidth(m_sampler.TakeSample(m_minRtt));
   // Startup and a bandwidth probe stop at once on congestion; between probes the short-term
@@ -349,6 +356,23 @@ void Bbr::CheckStartupDone() noexcept {
   if (++m_fullBwRounds >= kFullBandwidthRounds) m_filledPipe = true;
 }
 
+void Bbr::CheckStartupQueue(Microseconds queuedRtt) noexcept {
+  // With no loss (a deep buffer) Startup would otherwise end only when the bandwidth stops
+  // growing, 3 round trips after the queue began, with its window (2 BDP) queueing a whole BDP.
+  if (m_filledPipe) return;
+  const Microseconds rise = std::max(m_minRtt / kStartupQueueRttDivisor, kQueueRttFloor);
+  if (queuedRtt < m_minRtt + rise) {
+    m_startupQueuedSamples = 0;
+    return;
+  }
+  if (++m_startupQueuedSamples < kStartupQueueSamples) return;
+  // The pipe is full, and what is in flight now queued half a min RTT: the bound, as when a queue
+  // overflows (OnCongestion), so that ProbeBW does not refill that queue at once; Up raises it.
+  m_filledPipe = true;
+  m_inflightHi = std::max(m_bytesInFlight, m_roundMaxInflight);
+  ++m_stats.slowStartExitsOnDelay;
+}
+
 // ---- Phases ----
 
 void Bbr::EnterPhase(CongestionPhase phase, Microseconds now) noexcept {
@@ -445,6 +469,7 @@ void Bbr::CheckProbeRtt(Microseconds now) noexcept {
   m_probeRttExpired = false;
   ResetLowerBounds();
   if (!m_filledPipe) {
+    m_startupQueuedSamples = 0;
     EnterPhase(CongestionPhase::Startup, now);
     return;
   }

@@ -12,7 +12,8 @@ namespace timerwheel::rudp::detail {
 // Keeps a model of the path, the bottleneck bandwidth (the largest delivery rate sampled over the
 // last two probing cycles) and the minimum RTT (over 10 s), paces at a gain times the bandwidth
 // and caps what is in flight at a gain times their product (the BDP). Phases (CongestionPhase):
-// Startup (pacing gain 2.77, until the bandwidth grows less than 25 % in 3 round trips) -> Drain
+// Startup (pacing gain 2.77, until the bandwidth grows less than 25 % in 3 round trips, or 8 RTT
+// samples in a row show a queue of half the min RTT) -> Drain
 // (0.35, until in flight <= BDP) -> ProbeBW, a cycle of Down (0.9, until in flight <= BDP), Cruise
 // (1.0, for 2-3 s or min(BDP in packets, 63) round trips), Refill (1.0, one round trip), Up (1.25,
 // until in flight reaches 1.25 BDP); and every 5 s without a lower RTT, ProbeRTT (in flight
@@ -71,6 +72,7 @@ class Bbr final : public ICongestionController {
   void OnStandingQueue(Microseconds now) noexcept;
   void OnCongestion(Microseconds now) noexcept;
   void CheckStartupDone() noexcept;
+  void CheckStartupQueue(Microseconds queuedRtt) noexcept;
   void AdvanceProbeBw(Microseconds now) noexcept;
   void CheckProbeRtt(Microseconds now) noexcept;
   void ResetLowerBounds() noexcept;
@@ -127,6 +129,7 @@ class Bbr final : public ICongestionController {
   bool m_filledPipe = false;
   double m_fullBw = 0;
   unsigned m_fullBwRounds = 0;
+  unsigned m_startupQueuedSamples = 0;  // RTT samples in a row that saw a queue
 
   // ProbeBW.
   Microseconds m_cycleStart = 0;

@@ -1214,6 +1214,7 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   stats.modelMinRttMicroseconds = model.minRttEstimate;
   stats.congestiveLossRounds = model.congestiveLossRounds;
   stats.standingQueueRounds = model.standingQueueRounds;
+  stats.startupExitsOnDelay = model.slowStartExitsOnDelay;
   for (unsigned phase = 0; phase < kCongestionPhaseCount; ++phase) {
     stats.phaseMicroseconds[phase] = model.phaseMicroseconds[phase];
   }

@@ -209,6 +209,32 @@ TEST_CASE(
   CHECK(phase(CongestionPhase::ProbeRtt) > 0);
 }
 
+TEST_CASE("Bbr's Startup ends at its own queue: no bufferbloat behind a deep queue",
+          "[rudp][bbr][sim]") {
+  // 50 Mbit/s, 10 ms each way (BDP 125 KB) and a 1 MB drop-tail queue: no loss ends Startup
+  // here, and a queue that it grew to its window (2 BDP) would hold 20 ms. The RTT sampled every
+  // 2 ms over the first 10 s, Startup included, must stay within 1.5x the base RTT at p99
+  // (the queue at most half the base RTT), and the flow must still fill the link.
+  constexpr double kRate = 6.25 * kMegabyte;
+  SimulatedNetwork network(141);
+  BulkFlow flow(network, 9000, 9001, rudp::CongestionControl::Bbr);
+  REQUIRE(flow.connected);
+  network.SetLink(flow.ClientAddress(), flow.ServerAddress(), Bottleneck(kRate, 1024 * 1024));
+  flow.Start();
+  std::vector<std::uint64_t> rtts;
+  for (int i = 0; i < 5000; ++i) {
+    network.RunFor(2 * kMillisecond);
+    rtts.push_back(flow.SenderStatistics().latestRttMicroseconds);
+  }
+  std::sort(rtts.begin(), rtts.end());
+  const auto stats = flow.SenderStatistics();
+  CAPTURE(rudp::DescribeCongestion(stats));
+  CHECK(stats.startupExitsOnDelay == 1);
+  CHECK(rtts[rtts.size() * 99 / 100] <= 30 * kMillisecond);
+  CHECK(static_cast<double>(flow.BytesReceived()) / 10 >= 0.90 * kPayloadShare * kRate);
+  CHECK(static_cast<double>(stats.bandwidthEstimate) == Approx(kRate).epsilon(0.05));
+}
+
 TEST_CASE("Bbr follows the bottleneck's rate down and up", "[rudp][bbr][sim]") {
   SimulatedNetwork network(103);
   BulkFlow flow(network, 9000, 9001, rudp::CongestionControl::Bbr);

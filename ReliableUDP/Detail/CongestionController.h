@@ -10,8 +10,8 @@
 namespace timerwheel::rudp::detail {
 
 struct CongestionStatistics {
-  std::uint64_t congestionEvents = 0;       // window reductions
-  std::uint64_t persistentCongestion = 0;   // collapses to the minimum window
+  std::uint64_t congestionEvents = 0;      // window reductions
+  std::uint64_t persistentCongestion = 0;  // collapses to the minimum window
   // Exits from slow start on a rising RTT: HyStart++ (RFC 9406) in NewReno, Startup's own queue
   // in Bbr.
   std::uint64_t slowStartExitsOnDelay = 0;

@@ -311,6 +311,17 @@ void Bbr::OnStandingQueue(Microseconds now) noexcept {
         static_cast<double>(m_roundDelivered) * 1e6 / static_cast<double>(now - m_roundStart);
     const double bandwidth = Bandwidth();
     m_bwLo = std::min(bandwidth, std::max(delivered, kBeta * bandwidth));
+    // The max filter too, unless the window limited the round: paced below its window at the
+    // estimate, the flow still kept a queue, so the samples it holds (up to two cycles old) are
+    // more than the path gives this flow now. Left in the filter, they came back at Refill, and a
+    // larger flow held its share for two cycles: through a deep queue (no loss) two flows took
+    // 7-9 s to come within 20 % (simulated). A window-limited round proves less: a path that got
+    // longer (the 10 s min RTT still the old one) also looks like a standing queue, and cutting
+    // the filter on each of those rounds would ratchet the rate down.
+    if (m_roundMaxInflight + m_maxDatagramSize < m_cwnd) {
+      m_maxBw[0] = std::min(m_maxBw[0], m_bwLo);
+      m_maxBw[1] = std::min(m_maxBw[1], m_bwLo);
+    }
   }
   if (m_phase != CongestionPhase::ProbeBwDown) EnterPhase(CongestionPhase::ProbeBwDown, now);
   m_cutInDown = true;

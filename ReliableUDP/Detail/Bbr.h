@@ -27,9 +27,9 @@ namespace timerwheel::rudp::detail {
 // delivery, or 0.7 of themselves) elsewhere; Refill lifts the short-term bounds, Up raises
 // inflight_hi (1, 2, 4... packets per round trip; while inflight_hi holds the window and the
 // rounds lose nothing, Up goes on past 1.25 BDP). A round in Cruise (or, once, in Down after 3
-// rounds) whose every RTT sample stayed above the minimum by that margin sets bw_lo to what the
-// round delivered and drains in Down: a standing queue means the estimate is above this flow's
-// share. See docs/reliable-udp.md.
+// rounds) whose every RTT sample stayed above the minimum by that margin sets bw_lo (and, if the
+// window did not limit the round, the max filter) to what the round delivered and drains in Down:
+// a standing queue means the estimate is above this flow's share. See docs/reliable-udp.md.
 //
 // Not thread-safe; O(1) per call, no allocation.
 class Bbr final : public ICongestionController {

@@ -402,49 +402,72 @@ TEST_CASE("messages arrive exactly once in order and intact with Bbr over a loss
   }
 }
 
-TEST_CASE("two Bbr flows through one shallow bottleneck converge to equal shares",
-          "[rudp][bbr][sim]") {
-  // 50 Mbit/s, 10 ms each way (BDP 125 KB) and a 64 KB drop-tail queue that both flows' data
-  // goes through; the second flow starts 3 s after the first, which by then fills the link.
+namespace {
+
+struct SharingOutcome {
+  double convergedAt = -1;  // s after the second flow started; -1: never
+  double jain = 0;
+  double linkShare = 0;  // of the link's rate less the headers
+};
+
+// Two Bbr flows through one 50 Mbit/s bottleneck, 10 ms each way (BDP 125 KB), with a drop-tail
+// queue of `queueBytes` that both flows' data goes through; the second flow starts 3 s after the
+// first, which by then fills the link; then 10 s of both.
+SharingOutcome ShareBottleneck(unsigned seed, std::size_t queueBytes) {
   constexpr double kRate = 6.25 * kMegabyte;
-  SimulatedNetwork network(131);
+  SimulatedNetwork network(seed);
   BulkFlow first(network, 9000, 9001, rudp::CongestionControl::Bbr);
   BulkFlow second(network, 9002, 9003, rudp::CongestionControl::Bbr);
   REQUIRE(first.connected);
   REQUIRE(second.connected);
-  LinkProfile link = Bottleneck(kRate, 64 * 1024);
+  LinkProfile link = Bottleneck(kRate, queueBytes);
   link.sharedBottleneck = 1;
   network.SetLink(first.ClientAddress(), first.ServerAddress(), link);
   network.SetLink(second.ClientAddress(), second.ServerAddress(), link);
   first.Start();
   network.RunFor(3 * kSecond);
   second.Start();
-  // Bytes each flow received by every 100 ms after the second one started, for 10 s.
+  // Bytes each flow received by every 100 ms after the second one started.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> received{{0, 0}};
   const std::uint64_t firstBefore = first.BytesReceived();
   for (int i = 0; i < 100; ++i) {
     network.RunFor(kSecond / 10);
     received.emplace_back(first.BytesReceived() - firstBefore, second.BytesReceived());
   }
+  SharingOutcome outcome;
   // Converged: the first 1 s window (sliding by 100 ms) in which the smaller flow has at least
-  // 0.8 of the larger's goodput (within 20 %); it must come within 5 s of the second's start.
-  double convergedAt = -1;
-  for (std::size_t end = 10; end < received.size() && convergedAt < 0; ++end) {
+  // 0.8 of the larger's goodput (within 20 %).
+  for (std::size_t end = 10; end < received.size() && outcome.convergedAt < 0; ++end) {
     const auto a = static_cast<double>(received[end].first - received[end - 10].first);
     const auto b = static_cast<double>(received[end].second - received[end - 10].second);
-    if (std::min(a, b) >= 0.8 * std::max(a, b)) convergedAt = static_cast<double>(end) / 10;
+    if (std::min(a, b) >= 0.8 * std::max(a, b)) outcome.convergedAt = static_cast<double>(end) / 10;
   }
   // Jain's index over the 10 s, (a + b)^2 / 2 (a^2 + b^2): 1 for equal shares, 0.5 for one flow
-  // taking everything. Tolerance: at least 0.95; and the two together still use 90 % of the link
-  // less the headers.
+  // taking everything.
   const auto a = static_cast<double>(received.back().first);
   const auto b = static_cast<double>(received.back().second);
-  const double jain = (a + b) * (a + b) / (2 * (a * a + b * b));
-  CAPTURE(a, b, convergedAt, jain);
-  CAPTURE(rudp::DescribeCongestion(first.SenderStatistics()));
-  CAPTURE(rudp::DescribeCongestion(second.SenderStatistics()));
-  CHECK(convergedAt >= 0);
-  CHECK(convergedAt <= 5);
-  CHECK(jain >= 0.95);
-  CHECK((a + b) / 10 >= 0.90 * kPayloadShare * kRate);
+  outcome.jain = (a + b) * (a + b) / (2 * (a * a + b * b));
+  outcome.linkShare = (a + b) / 10 / (kPayloadShare * kRate);
+  return outcome;
+}
+
+}  // namespace
+
+TEST_CASE("two Bbr flows through one bottleneck converge to equal shares", "[rudp][bbr][sim]") {
+  // Through a shallow queue (64 KB, half the BDP: its overflow is a signal) and a deep one (1 MB:
+  // no loss, only the queue's delay). Tolerances, per queue over 4 seeds: every run's Jain index
+  // at least 0.95 with the two using 90 % of the link; within 20 % of each other within 5 s of
+  // the second's start in at least 3 of the 4 (the 1 s goodputs move by 20-30 % during each
+  // flow's Up probe, so a run can hover at the band's edge for a while).
+  const std::size_t queueBytes = GENERATE(std::size_t{64 * 1024}, std::size_t{1024 * 1024});
+  CAPTURE(queueBytes);
+  unsigned convergedIn5s = 0;
+  for (unsigned seed = 131; seed < 135; ++seed) {
+    const SharingOutcome outcome = ShareBottleneck(seed, queueBytes);
+    CAPTURE(seed, outcome.convergedAt, outcome.jain, outcome.linkShare);
+    CHECK(outcome.jain >= 0.95);
+    CHECK(outcome.linkShare >= 0.90);
+    if (outcome.convergedAt >= 0 && outcome.convergedAt <= 5) ++convergedIn5s;
+  }
+  CHECK(convergedIn5s >= 3);
 }

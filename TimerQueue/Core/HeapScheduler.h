@@ -33,10 +33,14 @@ class HeapScheduler {
 
   // The entries are an array of fixed capacity with a count, not a vector: Schedule then has no
   // growth path (and its call) to save registers for, and the size is a load, not a pointer
-  // difference divided by 24.
+  // difference divided by 24. Before the root sits a sentinel entry with the earliest deadline
+  // there is, 0: the root's parent in ParentOrSentinel, so that placing an entry needs no test
+  // for the root.
   void Reserve(std::size_t records) {
     if (records <= m_capacity) return;
-    std::unique_ptr<Entry[]> entries(new Entry[records]);  // not initialised: written before read
+    Entry* const allocated = new Entry[records + 1];  // not initialised: written before read
+    allocated[0] = {0, kNoIndex, 0};
+    Entries entries(allocated + 1);
     if (m_count != 0) std::memcpy(entries.get(), m_entries.get(), m_count * sizeof(Entry));
     m_entries = std::move(entries);
     m_capacity = records;
@@ -65,7 +69,7 @@ class HeapScheduler {
     const std::size_t position = m_count++;  // capacity reserved for every record
     m_entries[position] = {deadline, id, m_nextSequence++};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
-    if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+    if (deadline < ParentOrSentinel(position).deadline) return position;
     m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
     return kSettled;
   }
@@ -79,7 +83,7 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+      if (deadline < ParentOrSentinel(position).deadline) return position;
     } else if (position * kArity + 1 < m_count) {  // a leaf has nothing to sift past
       return position;
     }
@@ -150,6 +154,11 @@ class HeapScheduler {
     return a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence);
   }
   static std::size_t Parent(std::size_t i) noexcept { return (i - 1) / kArity; }
+  // The entry's parent, or the sentinel for the root: an arithmetic shift rounds -1 / 4 down.
+  const Entry& ParentOrSentinel(std::size_t i) const noexcept {
+    static_assert(kArity == 4);
+    return m_entries.get()[(static_cast<std::ptrdiff_t>(i) - 1) >> 2];
+  }
 
   void Place(std::size_t position, const Entry& entry) noexcept {
     m_entries[position] = entry;
@@ -186,7 +195,12 @@ class HeapScheduler {
   }
 
   TimerPool<Node> m_pool;
-  std::unique_ptr<Entry[]> m_entries;  // the heap: m_count entries of m_capacity
+  // The heap: m_count entries of m_capacity, after the sentinel (which the deleter frees too).
+  struct FreeWithSentinel {
+    void operator()(Entry* entries) const noexcept { delete[](entries - 1); }
+  };
+  using Entries = std::unique_ptr<Entry[], FreeWithSentinel>;
+  Entries m_entries;
   std::size_t m_capacity = 0;
   std::size_t m_count = 0;
   std::uint64_t m_nextSequence = 0;

@@ -81,12 +81,14 @@ class BasicTimerQueue : public IManageTimerQueue {
   // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
   // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
   // that the common path jumps over, so it saves and restores no registers. A queue with such a
-  // clock and no monitor (m_plainSets) takes a path that tests for neither.
+  // clock and no monitor takes a path that tests for neither: m_plainSetCounter is that clock's
+  // counter, null for every other queue, so one load and test choose the path and read the clock.
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    if (!m_plainSets) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
+    const std::atomic<Ticks>* const counter = m_plainSetCounter;
+    if (counter == nullptr) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
     return SetTimerAt</*kMayReport=*/false>(handle, timer, timeout, userData, setIf,
-                                            m_tickCounter->load(std::memory_order_relaxed));
+                                            counter->load(std::memory_order_relaxed));
   }
 
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
@@ -308,7 +310,7 @@ class BasicTimerQueue : public IManageTimerQueue {
         m_tickCounter(ticks.ReadingCounter()),
         m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
-        m_plainSets(m_tickCounter != nullptr && monitor == nullptr),
+        m_plainSetCounter(monitor == nullptr ? m_tickCounter : nullptr),
         m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
@@ -374,7 +376,7 @@ class BasicTimerQueue : public IManageTimerQueue {
                                     : m_ticks.GetTickCount();
   }
 
-  // kMayReport: whether there may be a monitor to report to (false only when m_plainSets).
+  // kMayReport: whether there may be a monitor to report to (false only with m_plainSetCounter).
   template <bool kMayReport>
   TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
                                            UserData userData, SetIf setIf, Ticks now) {
@@ -459,8 +461,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  const bool m_plainSets;  // a ReadingCounter and no monitor: SetTimer tests for neither
-  Scheduler m_scheduler;   // owns the record pool
+  // m_tickCounter if there is no monitor, else null: SetTimer's plain path when not null.
+  const std::atomic<Ticks>* const m_plainSetCounter;
+  Scheduler m_scheduler;  // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs

@@ -38,6 +38,9 @@ namespace timerwheel::detail {
 //   saves no registers for it)
 //   static constexpr std::size_t kSettled;
 //   void Settle(std::size_t position) noexcept;
+//   static constexpr bool kKeepsDeadlines;  // true: DeadlineOf(id), for a scheduled id, gives
+//                                           // its deadline, and the record's is not written
+//   Ticks DeadlineOf(std::uint32_t id) const noexcept;  // (only where kKeepsDeadlines)
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -105,9 +108,10 @@ class BasicTimerQueue : public IManageTimerQueue {
       m_scheduler.AdvanceTo(now);
       const Ticks deadline = DeadlineFor(now, timeout);
       if (wasPending) {
+        const Ticks current = PendingDeadline(id);
         updated = updateIf == UpdateIf::Always ||
-                  (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
-                  (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
+                  (updateIf == UpdateIf::NewTimeIsSooner && deadline < current) ||
+                  (updateIf == UpdateIf::NewTimeIsLater && deadline > current);
       }
       if (updated) Settle(Arm(id, timer, userData, deadline, wasPending));
     }
@@ -440,13 +444,22 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // The scheduler has been advanced to the time `deadline` was computed from.
-  // Returns what the scheduler left to Settle.
+  // Returns what the scheduler left to Settle. The record's deadline is written only where the
+  // scheduler does not keep one (the heap's entries hold it already: a store fewer per set).
   TIMERWHEEL_ALWAYS_INLINE std::size_t Arm(std::uint32_t id, ITimer& timer, UserData userData,
                                            Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
-    record.deadline = deadline;
+    if constexpr (!Scheduler::kKeepsDeadlines) record.deadline = deadline;
     return wasPending ? m_scheduler.Reschedule(id, deadline) : m_scheduler.Schedule(id, deadline);
+  }
+
+  Ticks PendingDeadline(std::uint32_t id) const noexcept {
+    if constexpr (Scheduler::kKeepsDeadlines) {
+      return m_scheduler.DeadlineOf(id);
+    } else {
+      return Pool()[id].deadline;
+    }
   }
 
   void FreeRecord(std::uint32_t id) noexcept {

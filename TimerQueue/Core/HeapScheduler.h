@@ -48,6 +48,12 @@ class HeapScheduler {
 
   std::size_t Size() const noexcept { return m_count; }
 
+  // A scheduled record's deadline is its entry's: the queue does not write it to the record.
+  static constexpr bool kKeepsDeadlines = true;
+  Ticks DeadlineOf(std::uint32_t id) const noexcept {
+    return m_entries[m_pool.NodeOf(id).heapIndex].deadline;
+  }
+
   bool IsScheduled(std::uint32_t id) const noexcept {
     return m_pool.NodeOf(id).heapIndex != kNoIndex;
   }

@@ -65,7 +65,7 @@ struct HotRecord {
 // The part touched only when a timer is armed, fired, created or freed.
 struct ColdRecord {
   TimerData active;
-  Ticks deadline = 0;  // exact set time + timeout, while pending
+  Ticks deadline = 0;  // exact set time + timeout, while pending (a wheel's; a heap's entry has it)
   // Allocated: the sequence number of the last dispatch-batch entry that named the record (0:
   // none; the queue counts entries from 1, so it knows whether the batch still refers to the
   // record without a count to keep up on every fired timer). Free: the next free record. One

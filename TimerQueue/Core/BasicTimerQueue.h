@@ -84,14 +84,17 @@ class BasicTimerQueue : public IManageTimerQueue {
   // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
   // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
   // that the common path jumps over, so it saves and restores no registers. A queue with such a
-  // clock and no monitor takes a path that tests for neither: m_plainSetCounter is that clock's
-  // counter, null for every other queue, so one load and test choose the path and read the clock.
+  // clock and no monitor takes a path that tests for neither, chosen by the handle's bounds check
+  // itself: m_plainSetLimit is the pool's size for such a queue and 0 for every other, so any
+  // other queue, and a handle that is not live, go to SetTimerInGeneral (which throws for the
+  // latter).
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    const std::atomic<Ticks>* const counter = m_plainSetCounter;
-    if (counter == nullptr) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
-    return SetTimerAt</*kMayReport=*/false>(handle, timer, timeout, userData, setIf,
-                                            counter->load(std::memory_order_relaxed));
+    std::uint32_t id;
+    if (!Pool().FindBelow(m_plainSetLimit, handle, id))
+      return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
+    return SetTimerAt</*kMayReport=*/false>(handle, id, timer, timeout, userData, setIf,
+                                            m_tickCounter->load(std::memory_order_relaxed));
   }
 
   bool UpdateTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
@@ -121,8 +124,20 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // Touches only the hot record: the active data of a timer that is not pending is never read,
-  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
+  // so it is left as it was rather than cleared (a cancel then costs no cold-line access). In a
+  // queue without a monitor (m_plainCancelLimit: the pool's size, else 0), a live handle takes a
+  // path with no monitor test; the rest go to CancelTimerInGeneral.
   bool CancelTimer(TimerHandle handle) override {
+    std::uint32_t id;
+    if (!Pool().FindBelow(m_plainCancelLimit, handle, id)) return CancelTimerInGeneral(handle);
+    if (!m_scheduler.IsScheduled(id)) return false;
+    const std::size_t unsettled = m_scheduler.Unschedule(id);
+    if (unsettled != Scheduler::kSettled) return CancelTimerSettling(unsettled);
+    return true;
+  }
+
+  // DestroyTimer and the others validate with the pool's own size.
+  TIMERWHEEL_NEVER_INLINE bool CancelTimerInGeneral(TimerHandle handle) {
     const std::uint32_t id = Pool().IdOf(handle);
     if (!m_scheduler.IsScheduled(id)) return m_monitor == nullptr ? false : ReportCancelled(false);
     const std::size_t unsettled = m_scheduler.Unschedule(id);
@@ -314,7 +329,7 @@ class BasicTimerQueue : public IManageTimerQueue {
         m_tickCounter(ticks.ReadingCounter()),
         m_deadlineMargin(ticks.ReadingLagBound()),
         m_monitor(monitor),
-        m_plainSetCounter(monitor == nullptr ? m_tickCounter : nullptr),
+        m_plainSets(m_tickCounter != nullptr && monitor == nullptr),
         m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
@@ -372,6 +387,9 @@ class BasicTimerQueue : public IManageTimerQueue {
       Pool().Free(id);
       throw;
     }
+    // The pool only grows: the limits follow its size.
+    if (m_plainSets) m_plainSetLimit = Pool().Size();
+    if (m_monitor == nullptr) m_plainCancelLimit = Pool().Size();
     return id;
   }
 
@@ -380,12 +398,12 @@ class BasicTimerQueue : public IManageTimerQueue {
                                     : m_ticks.GetTickCount();
   }
 
-  // kMayReport: whether there may be a monitor to report to (false only with m_plainSetCounter).
+  // `id` is the record the live `handle` names. kMayReport: whether there may be a monitor to
+  // report to (false only on the plain path).
   template <bool kMayReport>
-  TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
-                                           UserData userData, SetIf setIf, Ticks now) {
-    std::uint32_t id;
-    if (!Pool().Find(handle, id)) return RejectHandle(handle);
+  TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, std::uint32_t id, ITimer& timer,
+                                           Milliseconds timeout, UserData userData, SetIf setIf,
+                                           Ticks now) {
     if (timeout > m_scheduler.MaximumTimeout())
       return RejectTimeout(timeout, m_scheduler.MaximumTimeout());
     if (m_scheduler.MustAdvance(now))
@@ -419,7 +437,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   TIMERWHEEL_NEVER_INLINE bool SetTimerInGeneral(TimerHandle handle, ITimer& timer,
                                                  Milliseconds timeout, UserData userData,
                                                  SetIf setIf) {
-    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, Now());
+    std::uint32_t id;
+    if (!Pool().Find(handle, id)) return RejectHandle(handle);
+    return SetTimerAt</*kMayReport=*/true>(handle, id, timer, timeout, userData, setIf, Now());
   }
 
   // Validated already; advancing first cannot fail and changes nothing a caller can observe. It
@@ -430,7 +450,8 @@ class BasicTimerQueue : public IManageTimerQueue {
                                                     SetIf setIf) {
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, now);
+    return SetTimerAt</*kMayReport=*/true>(handle, Pool().IdOf(handle), timer, timeout, userData,
+                                           setIf, now);
   }
 
   // Monitor reports out of line and returning the result, so the caller tail-calls them.
@@ -474,9 +495,12 @@ class BasicTimerQueue : public IManageTimerQueue {
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  // m_tickCounter if there is no monitor, else null: SetTimer's plain path when not null.
-  const std::atomic<Ticks>* const m_plainSetCounter;
-  Scheduler m_scheduler;  // owns the record pool
+  const bool m_plainSets;  // a ReadingCounter and no monitor
+  // A live handle whose index is below this takes SetTimer's plain path: Pool().Size() when
+  // m_plainSets, else 0 (so the bounds check is also the test for the path).
+  std::uint32_t m_plainSetLimit = 0;
+  std::uint32_t m_plainCancelLimit = 0;  // the same for CancelTimer: Pool().Size() if no monitor
+  Scheduler m_scheduler;                 // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs

@@ -159,6 +159,14 @@ class TimerPool {
     return id < m_size && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
   }
 
+  // Find, against a bound `limit` <= Size() that the caller keeps (a queue's plain-path limits).
+  TIMERWHEEL_ALWAYS_INLINE bool FindBelow(std::uint32_t limit, TimerHandle handle,
+                                          std::uint32_t& id) const noexcept {
+    const std::uint64_t bits = BitsOf(handle);
+    id = static_cast<std::uint32_t>(bits);
+    return id < limit && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
+  }
+
   // The handle's index in the low 32 bits, its generation in the high ones. It arrives in one
   // 64-bit register; GCC spills it to memory to read the members apart, so on little-endian
   // targets they are read from its bits.

@@ -38,9 +38,8 @@ namespace timerwheel::detail {
 //   saves no registers for it)
 //   static constexpr std::size_t kSettled;
 //   void Settle(std::size_t position) noexcept;
-//   static constexpr bool kKeepsDeadlines;  // true: DeadlineOf(id), for a scheduled id, gives
-//                                           // its deadline, and the record's is not written
-//   Ticks DeadlineOf(std::uint32_t id) const noexcept;  // (only where kKeepsDeadlines)
+//   Ticks DeadlineOf(std::uint32_t id) const noexcept;  // a scheduled id's deadline: only
+//                                      // where Node::kRecordHoldsDeadline is false (TimerPool.h)
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -471,15 +470,15 @@ class BasicTimerQueue : public IManageTimerQueue {
                                            Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
-    if constexpr (!Scheduler::kKeepsDeadlines) record.deadline = deadline;
+    if constexpr (TimerPool<Node>::kRecordsHoldDeadlines) record.deadline = deadline;
     return wasPending ? m_scheduler.Reschedule(id, deadline) : m_scheduler.Schedule(id, deadline);
   }
 
   Ticks PendingDeadline(std::uint32_t id) const noexcept {
-    if constexpr (Scheduler::kKeepsDeadlines) {
-      return m_scheduler.DeadlineOf(id);
-    } else {
+    if constexpr (TimerPool<Node>::kRecordsHoldDeadlines) {
       return Pool()[id].deadline;
+    } else {
+      return m_scheduler.DeadlineOf(id);
     }
   }
 

@@ -23,6 +23,8 @@ namespace timerwheel::detail {
 class HeapScheduler {
  public:
   struct Node {
+    // The entry holds the deadline: the pool's records do not (32 bytes, not 40).
+    static constexpr bool kRecordHoldsDeadline = false;
     std::uint32_t heapIndex = kNoIndex;
   };
 
@@ -48,8 +50,7 @@ class HeapScheduler {
 
   std::size_t Size() const noexcept { return m_count; }
 
-  // A scheduled record's deadline is its entry's: the queue does not write it to the record.
-  static constexpr bool kKeepsDeadlines = true;
+  // A scheduled record's deadline is its entry's (the record has none).
   Ticks DeadlineOf(std::uint32_t id) const noexcept {
     return m_entries[m_pool.NodeOf(id).heapIndex].deadline;
   }

@@ -72,8 +72,6 @@ class WheelScheduler {
   void Reserve(std::size_t) noexcept {}  // nothing grows with the number of timers
 
   std::size_t Size() const noexcept { return m_size; }
-  // Slots are coarser than deadlines: the queue keeps each exact deadline in the record.
-  static constexpr bool kKeepsDeadlines = false;
   bool IsScheduled(std::uint32_t id) const noexcept {
     return m_pool.NodeOf(id).list != kNotScheduled;
   }

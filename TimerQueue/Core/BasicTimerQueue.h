@@ -410,7 +410,9 @@ class BasicTimerQueue : public IManageTimerQueue {
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
       const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
-      if (unsettled != Scheduler::kSettled) return SetTimerSettling(unsettled, wasPending);
+      if (unsettled != Scheduler::kSettled) {
+        return wasPending ? SetTimerSettling<true>(unsettled) : SetTimerSettling<false>(unsettled);
+      }
     }
     if constexpr (kMayReport) {
       if (m_monitor != nullptr) return ReportSet(wasPending);
@@ -420,9 +422,10 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
   // line and returning the result, so that the caller tail-calls it.
-  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled, bool wasPending) {
+  template <bool kWasPending>
+  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled) {
     m_scheduler.Settle(unsettled);
-    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+    return m_monitor == nullptr ? kWasPending : ReportSet(kWasPending);
   }
   TIMERWHEEL_NEVER_INLINE bool CancelTimerSettling(std::size_t unsettled) {
     m_scheduler.Settle(unsettled);

@@ -212,9 +212,9 @@ class WheelScheduler {
       PushBack(m_expired, id, kExpiredList);
       return;
     }
-    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
+    const auto index = static_cast<std::size_t>(slot & m_slotMask);
     List& list = m_slots[index];
-    PushBack(list, id, index);
+    PushBack(list, id, static_cast<std::uint32_t>(index));
     // A non-empty slot has its bit set already (bits are cleared lazily, never early). Tested
     // after the link, on the record's new `prev` (the old tail, still in a register: the same
     // test the link made), so no register is kept for it across the link.

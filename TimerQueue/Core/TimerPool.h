@@ -181,7 +181,8 @@ class TimerPool {
                                           std::uint32_t& id) const noexcept {
     const std::uint64_t bits = BitsOf(handle);
     id = static_cast<std::uint32_t>(bits);
-    return id < limit && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
+    if (id >= limit) return false;
+    return m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
   }
 
   // The handle's index in the low 32 bits, its generation in the high ones. It arrives in one

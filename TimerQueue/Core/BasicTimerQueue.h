@@ -29,13 +29,17 @@ namespace timerwheel::detail {
 //   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
 //   bool MustAdvance(Ticks now) const noexcept;  // AdvanceTo(now) has work to do
 //   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
-//   std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
-//   std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
+//   bool Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
+//   bool Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
 //   (deadline computed from a reading `now` the scheduler has been advanced to)
-//   std::size_t Unschedule(std::uint32_t id) noexcept;         // id scheduled
-//   (each returns kSettled, or a position whose order Settle must restore before any other
-//   call: the queue makes that call out of line, as its last step, so that the common path
-//   saves no registers for it)
+//   std::size_t Unschedule(std::uint32_t id) noexcept;          // id scheduled
+//   (Schedule and Reschedule return whether they left an entry out of order, which Settle()
+//   must put right before any other call; Unschedule returns the position of such an entry, or
+//   kSettled, for Settle(position). The queue makes that call out of line, as its last step, so
+//   that the common path saves no registers for it. A set's test is the scheduler's own branch
+//   when the result is a bool (a position would need a compare with kSettled, which GCC shares
+//   with the common path's return); a cancel's position stays in a register.)
+//   void Settle() noexcept;
 //   static constexpr std::size_t kSettled;
 //   void Settle(std::size_t position) noexcept;
 //   Ticks DeadlineOf(std::uint32_t id) const noexcept;  // a scheduled id's deadline: only
@@ -115,7 +119,7 @@ class BasicTimerQueue : public IManageTimerQueue {
                   (updateIf == UpdateIf::NewTimeIsSooner && deadline < current) ||
                   (updateIf == UpdateIf::NewTimeIsLater && deadline > current);
       }
-      if (updated) Settle(Arm(id, timer, userData, deadline, wasPending));
+      if (updated) SettleIf(Arm(id, timer, userData, deadline, wasPending));
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
@@ -147,7 +151,10 @@ class BasicTimerQueue : public IManageTimerQueue {
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
     const bool wasPending = m_scheduler.IsScheduled(id);
-    if (wasPending) Settle(m_scheduler.Unschedule(id));
+    if (wasPending) {
+      const std::size_t unsettled = m_scheduler.Unschedule(id);
+      if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
+    }
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
     if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
@@ -166,7 +173,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    Settle(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
+    SettleIf(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -409,10 +416,8 @@ class BasicTimerQueue : public IManageTimerQueue {
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
-      const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
-      if (unsettled != Scheduler::kSettled) {
-        return wasPending ? SetTimerSettling<true>(unsettled) : SetTimerSettling<false>(unsettled);
-      }
+      if (Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending))
+        return wasPending ? SetTimerSettling<true>() : SetTimerSettling<false>();
     }
     if constexpr (kMayReport) {
       if (m_monitor != nullptr) return ReportSet(wasPending);
@@ -423,8 +428,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
   // line and returning the result, so that the caller tail-calls it.
   template <bool kWasPending>
-  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled) {
-    m_scheduler.Settle(unsettled);
+  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling() {
+    m_scheduler.Settle();
     return m_monitor == nullptr ? kWasPending : ReportSet(kWasPending);
   }
   TIMERWHEEL_NEVER_INLINE bool CancelTimerSettling(std::size_t unsettled) {
@@ -432,8 +437,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     return m_monitor == nullptr ? true : ReportCancelled(true);
   }
 
-  void Settle(std::size_t unsettled) noexcept {
-    if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
+  void SettleIf(bool unsettled) noexcept {
+    if (unsettled) m_scheduler.Settle();
   }
 
   TIMERWHEEL_NEVER_INLINE bool SetTimerInGeneral(TimerHandle handle, ITimer& timer,
@@ -469,8 +474,8 @@ class BasicTimerQueue : public IManageTimerQueue {
   // The scheduler has been advanced to the time `deadline` was computed from.
   // Returns what the scheduler left to Settle. The record's deadline is written only where the
   // scheduler does not keep one (the heap's entries hold it already: a store fewer per set).
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Arm(std::uint32_t id, ITimer& timer, UserData userData,
-                                           Ticks deadline, bool wasPending) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Arm(std::uint32_t id, ITimer& timer, UserData userData,
+                                    Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
     if constexpr (TimerPool<Node>::kRecordsHoldDeadlines) record.deadline = deadline;

@@ -67,21 +67,20 @@ class HeapScheduler {
 
   // Schedule, Reschedule and Unschedule do the common cases (a new timer no earlier than its
   // parent, a re-armed leaf, removing the last entry) without touching another entry and without
-  // a call, and return the position whose entry may be out of order (kSettled: none). The queue
-  // then calls Settle out of line, as its last step, so that no set or cancel saves and restores
-  // registers for the sifts.
-  static constexpr std::size_t kSettled = ~std::size_t{0};
-
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  // a call. Otherwise Schedule and Reschedule keep the position whose entry may be out of order
+  // (m_unsettled) and return true, and Unschedule returns that position (kSettled: none). The
+  // queue then calls Settle out of line, as its last step, so that no set or cancel saves and
+  // restores registers for the sifts.
+  TIMERWHEEL_ALWAYS_INLINE bool Schedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_count++;  // capacity reserved for every record
     m_entries[position] = {deadline, id, m_nextSequence++};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
-    if (deadline < ParentOrSentinel(position).deadline) return position;
+    if (deadline < ParentOrSentinel(position).deadline) return Unsettled(position);
     m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
-    return kSettled;
+    return false;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_entries[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -90,13 +89,15 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      if (deadline < ParentOrSentinel(position).deadline) return position;
+      if (deadline < ParentOrSentinel(position).deadline) return Unsettled(position);
     } else if (position * kArity + 1 < m_count) {  // a leaf has nothing to sift past
-      return position;
+      return Unsettled(position);
     }
-    return kSettled;
+    return false;
   }
 
+  // Returns the position left out of order, kSettled if none: the cancel passes it to Settle in a
+  // register (keeping it in m_unsettled would cost a store and a load on W3's path).
   TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
@@ -105,6 +106,10 @@ class HeapScheduler {
     m_entries[position] = m_entries[lastPosition];  // its record's heapIndex is set by Settle
     return position;
   }
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+
+  // Moves the entry that Schedule or Reschedule left out of order up or down to where it belongs.
+  TIMERWHEEL_NEVER_INLINE void Settle() noexcept { Settle(m_unsettled); }
 
   // Moves the entry at `position` up or down to where it belongs (and tells its record).
   TIMERWHEEL_NEVER_INLINE void Settle(std::size_t position) noexcept {
@@ -167,6 +172,11 @@ class HeapScheduler {
     return m_entries.get()[(static_cast<std::ptrdiff_t>(i) - 1) >> 2];
   }
 
+  bool Unsettled(std::size_t position) noexcept {
+    m_unsettled = position;
+    return true;
+  }
+
   void Place(std::size_t position, const Entry& entry) noexcept {
     m_entries[position] = entry;
     m_pool.NodeOf(entry.id).heapIndex = static_cast<std::uint32_t>(position);
@@ -211,6 +221,7 @@ class HeapScheduler {
   std::size_t m_capacity = 0;
   std::size_t m_count = 0;
   std::uint64_t m_nextSequence = 0;
+  std::size_t m_unsettled = 0;  // the entry out of order until Settle
 };
 
 }  // namespace timerwheel::detail

@@ -87,24 +87,25 @@ class WheelScheduler {
   }
 
   // Nothing is ever left out of order (the queue's Settle step is the heap's).
+  static void Settle() noexcept {}
   static constexpr std::size_t kSettled = ~std::size_t{0};
   static void Settle(std::size_t) noexcept {}
 
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
-    return kSettled;
+    return false;
   }
 
   // Advanced first (the timer's own slot may just have become due).
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
-    if (node.next == kNoIndex && node.list == ListOf(slot)) return kSettled;
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return false;
     Detach(id);
     Link(id, slot);
-    return kSettled;
+    return false;
   }
 
   TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {

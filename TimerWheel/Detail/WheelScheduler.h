@@ -273,16 +273,20 @@ class WheelScheduler {
 
   TIMERWHEEL_ALWAYS_INLINE void PushBack(List& list, std::uint32_t id,
                                          std::uint32_t listId) noexcept {
+    // The list's tail is written first, apart from its head by the record's stores (which GCC
+    // cannot prove do not alias it): written together, GCC builds the pair {id, id} in a vector
+    // register on every set, for the empty list's one store.
+    const std::uint32_t tail = list.tail;
+    list.tail = id;
     Node& node = m_pool.NodeOf(id);
     node.list = listId;
     node.next = kNoIndex;
-    node.prev = list.tail;
-    if (list.tail == kNoIndex) {
+    node.prev = tail;
+    if (tail == kNoIndex) {
       list.head = id;
     } else {
-      m_pool.NodeOf(list.tail).next = id;
+      m_pool.NodeOf(tail).next = id;
     }
-    list.tail = id;
   }
 
   TIMERWHEEL_ALWAYS_INLINE void Unlink(List& list, std::uint32_t id) noexcept {

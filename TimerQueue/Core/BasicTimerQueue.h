@@ -369,8 +369,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   void CheckTimeout(Milliseconds timeout) const {
-    if (timeout > m_scheduler.MaximumTimeout())
-      RejectTimeout(timeout, m_scheduler.MaximumTimeout());
+    if (timeout > m_scheduler.MaximumTimeout()) RejectTimeout(timeout);
   }
 
   // The throws, out of line so that the checks on the hot path stay a compare and a branch, and
@@ -380,9 +379,11 @@ class BasicTimerQueue : public IManageTimerQueue {
   TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
     throw InvalidTimerHandle(handle);
   }
-  TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
+  // It reads the maximum itself: a set passing it would hold it in a register to compare with,
+  // where it compares with the member in memory.
+  TIMERWHEEL_REJECT bool RejectTimeout(Milliseconds timeout) const {
     throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-                            std::to_string(maximum) + " ms");
+                            std::to_string(m_scheduler.MaximumTimeout()) + " ms");
   }
 
   std::uint32_t AllocateRecord() {
@@ -410,8 +411,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, std::uint32_t id, ITimer& timer,
                                            Milliseconds timeout, UserData userData, SetIf setIf,
                                            Ticks now) {
-    if (timeout > m_scheduler.MaximumTimeout())
-      return RejectTimeout(timeout, m_scheduler.MaximumTimeout());
+    if (timeout > m_scheduler.MaximumTimeout()) return RejectTimeout(timeout);
     if (m_scheduler.MustAdvance(now))
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);

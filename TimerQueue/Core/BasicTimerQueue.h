@@ -139,7 +139,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     return true;
   }
 
-  // DestroyTimer and the others validate with the pool's own size.
+  // A cancel in a queue with a monitor, or of a handle that is not live (IdOf throws).
   TIMERWHEEL_NEVER_INLINE bool CancelTimerInGeneral(TimerHandle handle) {
     const std::uint32_t id = Pool().IdOf(handle);
     if (!m_scheduler.IsScheduled(id)) return m_monitor == nullptr ? false : ReportCancelled(false);
@@ -472,8 +472,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // The scheduler has been advanced to the time `deadline` was computed from.
-  // Returns what the scheduler left to Settle. The record's deadline is written only where the
-  // scheduler does not keep one (the heap's entries hold it already: a store fewer per set).
+  // Returns whether the scheduler left an entry for Settle(). The record's deadline is written
+  // only where the scheduler does not keep one (the heap's entries hold it already: a store
+  // fewer per set).
   TIMERWHEEL_ALWAYS_INLINE bool Arm(std::uint32_t id, ITimer& timer, UserData userData,
                                     Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];

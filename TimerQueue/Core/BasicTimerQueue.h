@@ -29,15 +29,21 @@ namespace timerwheel::detail {
 //   bool IsScheduled(std::uint32_t id) const noexcept;  // pending: from the node alone
 //   bool MustAdvance(Ticks now) const noexcept;  // AdvanceTo(now) has work to do
 //   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
-//   std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
-//   std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
+//   bool Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
+//   bool Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
 //   (deadline computed from a reading `now` the scheduler has been advanced to)
-//   std::size_t Unschedule(std::uint32_t id) noexcept;         // id scheduled
-//   (each returns kSettled, or a position whose order Settle must restore before any other
-//   call: the queue makes that call out of line, as its last step, so that the common path
-//   saves no registers for it)
+//   std::size_t Unschedule(std::uint32_t id) noexcept;          // id scheduled
+//   (Schedule and Reschedule return whether they left an entry out of order, which Settle()
+//   must put right before any other call; Unschedule returns the position of such an entry, or
+//   kSettled, for Settle(position). The queue makes that call out of line, as its last step, so
+//   that the common path saves no registers for it. A set's test is the scheduler's own branch
+//   when the result is a bool (a position would need a compare with kSettled, which GCC shares
+//   with the common path's return); a cancel's position stays in a register.)
+//   void Settle() noexcept;
 //   static constexpr std::size_t kSettled;
 //   void Settle(std::size_t position) noexcept;
+//   Ticks DeadlineOf(std::uint32_t id) const noexcept;  // a scheduled id's deadline: only
+//                                      // where Node::kRecordHoldsDeadline is false (TimerPool.h)
 //   std::size_t Size() const noexcept;
 //   Ticks NextExpiry() noexcept;              // Size() > 0: when the first timer fires
 //                                             // (0: something is due already)
@@ -81,11 +87,16 @@ class BasicTimerQueue : public IManageTimerQueue {
   // The set path makes no call when the provider has a ReadingCounter: the clock is one load, and
   // the rare steps (the wheel's cursor advance, a monitor report, a throw) are calls out of line
   // that the common path jumps over, so it saves and restores no registers. A queue with such a
-  // clock and no monitor (m_plainSets) takes a path that tests for neither.
+  // clock and no monitor takes a path that tests for neither, chosen by the handle's bounds check
+  // itself: m_plainSetLimit is the pool's size for such a queue and 0 for every other, so any
+  // other queue, and a handle that is not live, go to SetTimerInGeneral (which throws for the
+  // latter).
   bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
                 SetIf setIf = SetIf::Always) override {
-    if (!m_plainSets) return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
-    return SetTimerAt</*kMayReport=*/false>(handle, timer, timeout, userData, setIf,
+    std::uint32_t id;
+    if (!Pool().FindBelow(m_plainSetLimit, handle, id))
+      return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
+    return SetTimerAt</*kMayReport=*/false>(handle, id, timer, timeout, userData, setIf,
                                             m_tickCounter->load(std::memory_order_relaxed));
   }
 
@@ -103,11 +114,12 @@ class BasicTimerQueue : public IManageTimerQueue {
       m_scheduler.AdvanceTo(now);
       const Ticks deadline = DeadlineFor(now, timeout);
       if (wasPending) {
+        const Ticks current = PendingDeadline(id);
         updated = updateIf == UpdateIf::Always ||
-                  (updateIf == UpdateIf::NewTimeIsSooner && deadline < record.deadline) ||
-                  (updateIf == UpdateIf::NewTimeIsLater && deadline > record.deadline);
+                  (updateIf == UpdateIf::NewTimeIsSooner && deadline < current) ||
+                  (updateIf == UpdateIf::NewTimeIsLater && deadline > current);
       }
-      if (updated) Settle(Arm(id, timer, userData, deadline, wasPending));
+      if (updated) SettleIf(Arm(id, timer, userData, deadline, wasPending));
     }
     if (wasUpdated) *wasUpdated = updated;
     if (m_monitor) m_monitor->OnTimerUpdated(wasPending, updated);
@@ -115,8 +127,20 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // Touches only the hot record: the active data of a timer that is not pending is never read,
-  // so it is left as it was rather than cleared (a cancel then costs no cold-line access).
+  // so it is left as it was rather than cleared (a cancel then costs no cold-line access). In a
+  // queue without a monitor (m_plainCancelLimit: the pool's size, else 0), a live handle takes a
+  // path with no monitor test; the rest go to CancelTimerInGeneral.
   bool CancelTimer(TimerHandle handle) override {
+    std::uint32_t id;
+    if (!Pool().FindBelow(m_plainCancelLimit, handle, id)) return CancelTimerInGeneral(handle);
+    if (!m_scheduler.IsScheduled(id)) return false;
+    const std::size_t unsettled = m_scheduler.Unschedule(id);
+    if (unsettled != Scheduler::kSettled) return CancelTimerSettling(unsettled);
+    return true;
+  }
+
+  // A cancel in a queue with a monitor, or of a handle that is not live (IdOf throws).
+  TIMERWHEEL_NEVER_INLINE bool CancelTimerInGeneral(TimerHandle handle) {
     const std::uint32_t id = Pool().IdOf(handle);
     if (!m_scheduler.IsScheduled(id)) return m_monitor == nullptr ? false : ReportCancelled(false);
     const std::size_t unsettled = m_scheduler.Unschedule(id);
@@ -127,7 +151,10 @@ class BasicTimerQueue : public IManageTimerQueue {
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
     const bool wasPending = m_scheduler.IsScheduled(id);
-    if (wasPending) Settle(m_scheduler.Unschedule(id));
+    if (wasPending) {
+      const std::size_t unsettled = m_scheduler.Unschedule(id);
+      if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
+    }
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
     if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
@@ -146,7 +173,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    Settle(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
+    SettleIf(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
 
@@ -342,8 +369,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   void CheckTimeout(Milliseconds timeout) const {
-    if (timeout > m_scheduler.MaximumTimeout())
-      RejectTimeout(timeout, m_scheduler.MaximumTimeout());
+    if (timeout > m_scheduler.MaximumTimeout()) RejectTimeout(timeout);
   }
 
   // The throws, out of line so that the checks on the hot path stay a compare and a branch, and
@@ -353,9 +379,11 @@ class BasicTimerQueue : public IManageTimerQueue {
   TIMERWHEEL_REJECT static bool RejectHandle(TimerHandle handle) {
     throw InvalidTimerHandle(handle);
   }
-  TIMERWHEEL_REJECT static bool RejectTimeout(Milliseconds timeout, Milliseconds maximum) {
+  // It reads the maximum itself: a set passing it would hold it in a register to compare with,
+  // where it compares with the member in memory.
+  TIMERWHEEL_REJECT bool RejectTimeout(Milliseconds timeout) const {
     throw std::out_of_range("timeout " + std::to_string(timeout) + " ms exceeds the maximum of " +
-                            std::to_string(maximum) + " ms");
+                            std::to_string(m_scheduler.MaximumTimeout()) + " ms");
   }
 
   std::uint32_t AllocateRecord() {
@@ -366,6 +394,9 @@ class BasicTimerQueue : public IManageTimerQueue {
       Pool().Free(id);
       throw;
     }
+    // The pool only grows: the limits follow its size.
+    if (m_plainSets) m_plainSetLimit = Pool().Size();
+    if (m_monitor == nullptr) m_plainCancelLimit = Pool().Size();
     return id;
   }
 
@@ -374,20 +405,19 @@ class BasicTimerQueue : public IManageTimerQueue {
                                     : m_ticks.GetTickCount();
   }
 
-  // kMayReport: whether there may be a monitor to report to (false only when m_plainSets).
+  // `id` is the record the live `handle` names. kMayReport: whether there may be a monitor to
+  // report to (false only on the plain path).
   template <bool kMayReport>
-  TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, ITimer& timer, Milliseconds timeout,
-                                           UserData userData, SetIf setIf, Ticks now) {
-    std::uint32_t id;
-    if (!Pool().Find(handle, id)) return RejectHandle(handle);
-    if (timeout > m_scheduler.MaximumTimeout())
-      return RejectTimeout(timeout, m_scheduler.MaximumTimeout());
+  TIMERWHEEL_ALWAYS_INLINE bool SetTimerAt(TimerHandle handle, std::uint32_t id, ITimer& timer,
+                                           Milliseconds timeout, UserData userData, SetIf setIf,
+                                           Ticks now) {
+    if (timeout > m_scheduler.MaximumTimeout()) return RejectTimeout(timeout);
     if (m_scheduler.MustAdvance(now))
       return SetTimerAfterAdvance(handle, timer, timeout, userData, setIf);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (!(wasPending && setIf == SetIf::NotSet)) {
-      const std::size_t unsettled = Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending);
-      if (unsettled != Scheduler::kSettled) return SetTimerSettling(unsettled, wasPending);
+      if (Arm(id, timer, userData, DeadlineFor(now, timeout), wasPending))
+        return wasPending ? SetTimerSettling<true>() : SetTimerSettling<false>();
     }
     if constexpr (kMayReport) {
       if (m_monitor != nullptr) return ReportSet(wasPending);
@@ -397,23 +427,26 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   // The rest of a set or cancel whose schedule needs its order restored (a heap's sift): out of
   // line and returning the result, so that the caller tail-calls it.
-  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling(std::size_t unsettled, bool wasPending) {
-    m_scheduler.Settle(unsettled);
-    return m_monitor == nullptr ? wasPending : ReportSet(wasPending);
+  template <bool kWasPending>
+  TIMERWHEEL_NEVER_INLINE bool SetTimerSettling() {
+    m_scheduler.Settle();
+    return m_monitor == nullptr ? kWasPending : ReportSet(kWasPending);
   }
   TIMERWHEEL_NEVER_INLINE bool CancelTimerSettling(std::size_t unsettled) {
     m_scheduler.Settle(unsettled);
     return m_monitor == nullptr ? true : ReportCancelled(true);
   }
 
-  void Settle(std::size_t unsettled) noexcept {
-    if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
+  void SettleIf(bool unsettled) noexcept {
+    if (unsettled) m_scheduler.Settle();
   }
 
   TIMERWHEEL_NEVER_INLINE bool SetTimerInGeneral(TimerHandle handle, ITimer& timer,
                                                  Milliseconds timeout, UserData userData,
                                                  SetIf setIf) {
-    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, Now());
+    std::uint32_t id;
+    if (!Pool().Find(handle, id)) return RejectHandle(handle);
+    return SetTimerAt</*kMayReport=*/true>(handle, id, timer, timeout, userData, setIf, Now());
   }
 
   // Validated already; advancing first cannot fail and changes nothing a caller can observe. It
@@ -424,7 +457,8 @@ class BasicTimerQueue : public IManageTimerQueue {
                                                     SetIf setIf) {
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
-    return SetTimerAt</*kMayReport=*/true>(handle, timer, timeout, userData, setIf, now);
+    return SetTimerAt</*kMayReport=*/true>(handle, Pool().IdOf(handle), timer, timeout, userData,
+                                           setIf, now);
   }
 
   // Monitor reports out of line and returning the result, so the caller tail-calls them.
@@ -438,13 +472,23 @@ class BasicTimerQueue : public IManageTimerQueue {
   }
 
   // The scheduler has been advanced to the time `deadline` was computed from.
-  // Returns what the scheduler left to Settle.
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Arm(std::uint32_t id, ITimer& timer, UserData userData,
-                                           Ticks deadline, bool wasPending) noexcept {
+  // Returns whether the scheduler left an entry for Settle(). The record's deadline is written
+  // only where the scheduler does not keep one (the heap's entries hold it already: a store
+  // fewer per set).
+  TIMERWHEEL_ALWAYS_INLINE bool Arm(std::uint32_t id, ITimer& timer, UserData userData,
+                                    Ticks deadline, bool wasPending) noexcept {
     auto& record = Pool()[id];
     record.active = {&timer, userData};
-    record.deadline = deadline;
+    if constexpr (TimerPool<Node>::kRecordsHoldDeadlines) record.deadline = deadline;
     return wasPending ? m_scheduler.Reschedule(id, deadline) : m_scheduler.Schedule(id, deadline);
+  }
+
+  Ticks PendingDeadline(std::uint32_t id) const noexcept {
+    if constexpr (TimerPool<Node>::kRecordsHoldDeadlines) {
+      return Pool()[id].deadline;
+    } else {
+      return m_scheduler.DeadlineOf(id);
+    }
   }
 
   void FreeRecord(std::uint32_t id) noexcept {
@@ -459,8 +503,12 @@ class BasicTimerQueue : public IManageTimerQueue {
   // coarse clock, 0 for an exact one. A wheel sizes its ring for M + this margin.
   const Ticks m_deadlineMargin;
   ITimerQueueMonitor* const m_monitor;
-  const bool m_plainSets;  // a ReadingCounter and no monitor: SetTimer tests for neither
-  Scheduler m_scheduler;   // owns the record pool
+  const bool m_plainSets;  // a ReadingCounter and no monitor
+  // A live handle whose index is below this takes SetTimer's plain path: Pool().Size() when
+  // m_plainSets, else 0 (so the bounds check is also the test for the path).
+  std::uint32_t m_plainSetLimit = 0;
+  std::uint32_t m_plainCancelLimit = 0;  // the same for CancelTimer: Pool().Size() if no monitor
+  Scheduler m_scheduler;                 // owns the record pool
 
   std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs

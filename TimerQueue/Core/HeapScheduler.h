@@ -23,6 +23,8 @@ namespace timerwheel::detail {
 class HeapScheduler {
  public:
   struct Node {
+    // The entry holds the deadline: the pool's records do not (32 bytes, not 40).
+    static constexpr bool kRecordHoldsDeadline = false;
     std::uint32_t heapIndex = kNoIndex;
   };
 
@@ -33,16 +35,25 @@ class HeapScheduler {
 
   // The entries are an array of fixed capacity with a count, not a vector: Schedule then has no
   // growth path (and its call) to save registers for, and the size is a load, not a pointer
-  // difference divided by 24.
+  // difference divided by 24. Before the root sits a sentinel entry with the earliest deadline
+  // there is, 0: the root's parent in ParentOrSentinel, so that placing an entry needs no test
+  // for the root.
   void Reserve(std::size_t records) {
     if (records <= m_capacity) return;
-    std::unique_ptr<Entry[]> entries(new Entry[records]);  // not initialised: written before read
+    Entry* const allocated = new Entry[records + 1];  // not initialised: written before read
+    allocated[0] = {0, kNoIndex, 0};
+    Entries entries(allocated + 1);
     if (m_count != 0) std::memcpy(entries.get(), m_entries.get(), m_count * sizeof(Entry));
     m_entries = std::move(entries);
     m_capacity = records;
   }
 
   std::size_t Size() const noexcept { return m_count; }
+
+  // A scheduled record's deadline is its entry's (the record has none).
+  Ticks DeadlineOf(std::uint32_t id) const noexcept {
+    return m_entries[m_pool.NodeOf(id).heapIndex].deadline;
+  }
 
   bool IsScheduled(std::uint32_t id) const noexcept {
     return m_pool.NodeOf(id).heapIndex != kNoIndex;
@@ -56,21 +67,20 @@ class HeapScheduler {
 
   // Schedule, Reschedule and Unschedule do the common cases (a new timer no earlier than its
   // parent, a re-armed leaf, removing the last entry) without touching another entry and without
-  // a call, and return the position whose entry may be out of order (kSettled: none). The queue
-  // then calls Settle out of line, as its last step, so that no set or cancel saves and restores
-  // registers for the sifts.
-  static constexpr std::size_t kSettled = ~std::size_t{0};
-
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  // a call. Otherwise Schedule and Reschedule keep the position whose entry may be out of order
+  // (m_unsettled) and return true, and Unschedule returns that position (kSettled: none). The
+  // queue then calls Settle out of line, as its last step, so that no set or cancel saves and
+  // restores registers for the sifts.
+  TIMERWHEEL_ALWAYS_INLINE bool Schedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_count++;  // capacity reserved for every record
     m_entries[position] = {deadline, id, m_nextSequence++};
     // Its sequence number is the largest, so it goes up only if strictly earlier than its parent.
-    if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+    if (deadline < ParentOrSentinel(position).deadline) return Unsettled(position);
     m_pool.NodeOf(id).heapIndex = static_cast<std::uint32_t>(position);
-    return kSettled;
+    return false;
   }
 
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     Entry& entry = m_entries[position];
     // The new sequence number is larger than every other, so the key moves up only if the
@@ -79,13 +89,15 @@ class HeapScheduler {
     entry.deadline = deadline;
     entry.sequence = m_nextSequence++;
     if (earlier) {
-      if (position != 0 && deadline < m_entries[Parent(position)].deadline) return position;
+      if (deadline < ParentOrSentinel(position).deadline) return Unsettled(position);
     } else if (position * kArity + 1 < m_count) {  // a leaf has nothing to sift past
-      return position;
+      return Unsettled(position);
     }
-    return kSettled;
+    return false;
   }
 
+  // Returns the position left out of order, kSettled if none: the cancel passes it to Settle in a
+  // register (keeping it in m_unsettled would cost a store and a load on W3's path).
   TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
     const std::size_t position = m_pool.NodeOf(id).heapIndex;
     m_pool.NodeOf(id).heapIndex = kNoIndex;
@@ -94,6 +106,10 @@ class HeapScheduler {
     m_entries[position] = m_entries[lastPosition];  // its record's heapIndex is set by Settle
     return position;
   }
+  static constexpr std::size_t kSettled = ~std::size_t{0};
+
+  // Moves the entry that Schedule or Reschedule left out of order up or down to where it belongs.
+  TIMERWHEEL_NEVER_INLINE void Settle() noexcept { Settle(m_unsettled); }
 
   // Moves the entry at `position` up or down to where it belongs (and tells its record).
   TIMERWHEEL_NEVER_INLINE void Settle(std::size_t position) noexcept {
@@ -150,6 +166,16 @@ class HeapScheduler {
     return a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence);
   }
   static std::size_t Parent(std::size_t i) noexcept { return (i - 1) / kArity; }
+  // The entry's parent, or the sentinel for the root: an arithmetic shift rounds -1 / 4 down.
+  const Entry& ParentOrSentinel(std::size_t i) const noexcept {
+    static_assert(kArity == 4);
+    return m_entries.get()[(static_cast<std::ptrdiff_t>(i) - 1) >> 2];
+  }
+
+  bool Unsettled(std::size_t position) noexcept {
+    m_unsettled = position;
+    return true;
+  }
 
   void Place(std::size_t position, const Entry& entry) noexcept {
     m_entries[position] = entry;
@@ -186,10 +212,16 @@ class HeapScheduler {
   }
 
   TimerPool<Node> m_pool;
-  std::unique_ptr<Entry[]> m_entries;  // the heap: m_count entries of m_capacity
+  // The heap: m_count entries of m_capacity, after the sentinel (which the deleter frees too).
+  struct FreeWithSentinel {
+    void operator()(Entry* entries) const noexcept { delete[](entries - 1); }
+  };
+  using Entries = std::unique_ptr<Entry[], FreeWithSentinel>;
+  Entries m_entries;
   std::size_t m_capacity = 0;
   std::size_t m_count = 0;
   std::uint64_t m_nextSequence = 0;
+  std::size_t m_unsettled = 0;  // the entry out of order until Settle
 };
 
 }  // namespace timerwheel::detail

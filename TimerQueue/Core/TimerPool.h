@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "TimerQueue/ITimer.h"
@@ -62,18 +63,32 @@ struct HotRecord {
   Node node{};
 };
 
-// The part touched only when a timer is armed, fired, created or freed.
+// The part touched only when a timer is armed, fired, created or freed: 32 bytes, or 40 with the
+// deadline.
 struct ColdRecord {
   TimerData active;
-  Ticks deadline = 0;  // exact set time + timeout, while pending
   // Allocated: the sequence number of the last dispatch-batch entry that named the record (0:
   // none; the queue counts entries from 1, so it knows whether the batch still refers to the
   // record without a count to keep up on every fired timer). Free: the next free record. One
-  // field for both keeps the record at 40 bytes.
+  // field for both keeps the record at 32 bytes.
   std::uint64_t lastBatchEntry = 0;
   std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
   std::uint8_t flags = 0;
 };
+
+// For a scheduler whose order is coarser than deadlines (the wheel's slots): the exact deadline,
+// written by every set, read by UpdateTimer's NewTimeIsSooner/Later. A heap's entries hold it
+// already, so its records are 32 bytes (its Node says kRecordHoldsDeadline = false).
+struct ColdRecordWithDeadline : ColdRecord {
+  Ticks deadline = 0;  // exact set time + timeout, while pending
+};
+
+// Node::kRecordHoldsDeadline, true where the Node does not say.
+template <class Node, class = void>
+struct RecordHoldsDeadline : std::true_type {};
+template <class Node>
+struct RecordHoldsDeadline<Node, std::void_t<decltype(Node::kRecordHoldsDeadline)>>
+    : std::bool_constant<Node::kRecordHoldsDeadline> {};
 
 // A slot map: records live in two parallel vectors (hot and cold) and are reused LIFO from a free
 // list, so steady-state create/destroy allocates nothing and reused records are cache-warm.
@@ -88,6 +103,8 @@ template <class Node>
 class TimerPool {
  public:
   using Hot = HotRecord<Node>;
+  static constexpr bool kRecordsHoldDeadlines = RecordHoldsDeadline<Node>::value;
+  using Cold = std::conditional_t<kRecordsHoldDeadlines, ColdRecordWithDeadline, ColdRecord>;
 
   void Reserve(std::size_t records) {
     m_hot.reserve(records);
@@ -116,7 +133,7 @@ class TimerPool {
       }
       id = m_size++;
     }
-    ColdRecord& cold = m_cold[id];
+    Cold& cold = m_cold[id];
     cold.flags = kAllocated;
     cold.lastBatchEntry = 0;
     m_hot[id].key = cold.generation;
@@ -130,7 +147,7 @@ class TimerPool {
   }
 
   void Free(std::uint32_t id) noexcept {
-    ColdRecord& record = m_cold[id];
+    Cold& record = m_cold[id];
     m_hot[id].key = kNoHandle;
     record.flags = 0;
     record.active = {};
@@ -159,6 +176,15 @@ class TimerPool {
     return id < m_size && m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
   }
 
+  // Find, against a bound `limit` <= Size() that the caller keeps (a queue's plain-path limits).
+  TIMERWHEEL_ALWAYS_INLINE bool FindBelow(std::uint32_t limit, TimerHandle handle,
+                                          std::uint32_t& id) const noexcept {
+    const std::uint64_t bits = BitsOf(handle);
+    id = static_cast<std::uint32_t>(bits);
+    if (id >= limit) return false;
+    return m_hot[id].key == static_cast<std::uint32_t>(bits >> 32);
+  }
+
   // The handle's index in the low 32 bits, its generation in the high ones. It arrives in one
   // 64-bit register; GCC spills it to memory to read the members apart, so on little-endian
   // targets they are read from its bits.
@@ -181,8 +207,8 @@ class TimerPool {
   const Hot& HotOf(std::uint32_t id) const noexcept { return m_hot[id]; }
   Node& NodeOf(std::uint32_t id) noexcept { return m_hot[id].node; }
   const Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
-  ColdRecord& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
-  const ColdRecord& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
+  Cold& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
+  const Cold& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
 
   template <class Function>
   void ForEachAllocated(Function&& function) const {
@@ -196,7 +222,7 @@ class TimerPool {
   [[noreturn]] static void ThrowInvalid(TimerHandle handle) { throw InvalidTimerHandle(handle); }
 
   std::vector<Hot> m_hot;
-  std::vector<ColdRecord> m_cold;
+  std::vector<Cold> m_cold;
   std::uint32_t m_size = 0;  // records in the vectors, kept so that validation does no arithmetic
   std::uint32_t m_freeHead = kNoIndex;
 };

@@ -30,15 +30,16 @@ void WheelScheduler::CheckInvariants() const {
     return count;
   };
 
-  expired = walk(m_expired, kExpiredList, [&](std::uint32_t id, Ticks slot) {
+  expired = walk(Expired(), m_expiredList, [&](std::uint32_t id, Ticks slot) {
     if (slot > m_cursor) {
       Fail("record " + std::to_string(id) + " is expired but its slot " + std::to_string(slot) +
            " is after the cursor " + std::to_string(m_cursor));
     }
   });
-  for (std::uint32_t index = 0; index < m_slots.size(); ++index) {
+  const std::size_t ringSlots = m_slotMask + 1;
+  for (std::uint32_t index = 0; index < ringSlots; ++index) {
     const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
-      if (slot <= m_cursor || slot > m_cursor + m_slots.size() || (slot & m_slotMask) != index ||
+      if (slot <= m_cursor || slot > m_cursor + ringSlots || (slot & m_slotMask) != index ||
           slot < m_earliestBound) {
         Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
              " is in ring index " + std::to_string(index) + " (cursor " + std::to_string(m_cursor) +

@@ -45,7 +45,7 @@ class WheelScheduler {
   struct Node {
     std::uint32_t prev = kNoIndex;
     std::uint32_t next = kNoIndex;
-    std::uint32_t list = kNotScheduled;  // ring index of its slot, kExpiredList or kNotScheduled
+    std::uint32_t list = kNotScheduled;  // ring index of its slot, m_expiredList or kNotScheduled
   };
 
   // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
@@ -57,9 +57,10 @@ class WheelScheduler {
                  Ticks now)
       : m_granularity(CheckGranularity(granularity)),
         m_maximumTimeout(CheckMaximum(maximumTimeout, granularity, deadlineMargin)),
-        m_slots(RingSize(maximumTimeout + deadlineMargin, granularity)),
-        m_slotMask(m_slots.size() - 1),
-        m_occupied(m_slots.size()),
+        m_slots(RingSize(maximumTimeout + deadlineMargin, granularity) + 1),
+        m_slotMask(m_slots.size() - 2),
+        m_occupied(m_slots.size() - 1),
+        m_expiredList(static_cast<std::uint32_t>(m_slots.size() - 1)),
         m_perSlot(granularity),
         m_cursor(now / granularity),
         m_slotBefore(m_cursor * granularity - granularity),
@@ -86,24 +87,25 @@ class WheelScheduler {
   }
 
   // Nothing is ever left out of order (the queue's Settle step is the heap's).
+  static void Settle() noexcept {}
   static constexpr std::size_t kSettled = ~std::size_t{0};
   static void Settle(std::size_t) noexcept {}
 
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Schedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Schedule(std::uint32_t id, Ticks deadline) noexcept {
     ++m_size;
     Link(id, SlotOf(deadline));
-    return kSettled;
+    return false;
   }
 
   // Advanced first (the timer's own slot may just have become due).
-  TIMERWHEEL_ALWAYS_INLINE std::size_t Reschedule(std::uint32_t id, Ticks deadline) noexcept {
+  TIMERWHEEL_ALWAYS_INLINE bool Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
     // Already last in the list it would be appended to: relinking would change nothing.
-    if (node.next == kNoIndex && node.list == ListOf(slot)) return kSettled;
+    if (node.next == kNoIndex && node.list == ListOf(slot)) return false;
     Detach(id);
     Link(id, slot);
-    return kSettled;
+    return false;
   }
 
   TIMERWHEEL_ALWAYS_INLINE std::size_t Unschedule(std::uint32_t id) noexcept {
@@ -116,7 +118,7 @@ class WheelScheduler {
   // The search starts at the lower bound, and is skipped while the bound's slot is occupied (the
   // common case: it is then the earliest).
   Ticks NextExpiry() noexcept {
-    if (m_expired.head != kNoIndex) return 0;  // due already
+    if (Expired().head != kNoIndex) return 0;  // due already
     const auto first = static_cast<std::size_t>(m_earliestBound & m_slotMask);
     if (m_slots[first].head == kNoIndex) {
       // Size() > 0 and the expired list is empty, so some slot is occupied: the loop ends.
@@ -135,8 +137,8 @@ class WheelScheduler {
     AdvanceTo(now);
     // The whole expired list goes: walk it once and drop it, rather than unlink each timer.
     // onDue must not touch the schedule (the queue's copies the record's data into its batch).
-    std::uint32_t id = m_expired.head;
-    m_expired = List{};
+    std::uint32_t id = Expired().head;
+    Expired() = List{};
     std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
     while (id != kNoIndex) {
       Node& node = m_pool.NodeOf(id);
@@ -153,7 +155,6 @@ class WheelScheduler {
 
  private:
   static constexpr std::uint32_t kNotScheduled = kNoIndex;
-  static constexpr std::uint32_t kExpiredList = 0xFFFFFFFEu;
 
   struct List {
     std::uint32_t head = kNoIndex;
@@ -200,21 +201,24 @@ class WheelScheduler {
     return m_cursor + m_perSlot.DivideSuccessor(deadline - m_slotBefore);
   }
 
+  List& Expired() noexcept { return m_slots[m_expiredList]; }
+  const List& Expired() const noexcept { return m_slots[m_expiredList]; }
+
   // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
   std::uint32_t ListOf(Ticks slot) const noexcept {
-    return slot == m_cursor ? kExpiredList : static_cast<std::uint32_t>(slot & m_slotMask);
+    return slot == m_cursor ? m_expiredList : static_cast<std::uint32_t>(slot & m_slotMask);
   }
 
   // Appends `id` (not in any list) to the list of `slot`, which is due already if it is the
   // cursor's (timeout 0 on a slot boundary).
   TIMERWHEEL_ALWAYS_INLINE void Link(std::uint32_t id, Ticks slot) noexcept {
     if (slot == m_cursor) {
-      PushBack(m_expired, id, kExpiredList);
+      PushBack(Expired(), id, m_expiredList);
       return;
     }
-    const auto index = static_cast<std::uint32_t>(slot & m_slotMask);
+    const auto index = static_cast<std::size_t>(slot & m_slotMask);
     List& list = m_slots[index];
-    PushBack(list, id, index);
+    PushBack(list, id, static_cast<std::uint32_t>(index));
     // A non-empty slot has its bit set already (bits are cleared lazily, never early). Tested
     // after the link, on the record's new `prev` (the old tail, still in a register: the same
     // test the link made), so no register is kept for it across the link.
@@ -224,14 +228,10 @@ class WheelScheduler {
 
   // Takes `id` out of its list (leaving `list` stale for the caller to set).
   TIMERWHEEL_ALWAYS_INLINE void Detach(std::uint32_t id) noexcept {
-    const std::uint32_t list = m_pool.NodeOf(id).list;
-    if (list == kExpiredList) {
-      Unlink(m_expired, id);
-      return;
-    }
-    // The occupancy bit is cleared lazily, by the next search that finds the slot empty: a
-    // cancel then costs an unlink only.
-    Unlink(m_slots[list], id);
+    // The expired list is the last of m_slots, so every list is reached the same way. The
+    // occupancy bit is cleared lazily, by the next search that finds the slot empty: a cancel then
+    // costs an unlink only.
+    Unlink(m_slots[m_pool.NodeOf(id).list], id);
   }
 
   // Moves every slot that is due at `now` to the expired list, in slot order.
@@ -257,31 +257,36 @@ class WheelScheduler {
     m_occupied.Clear(index);
     if (slot.head == kNoIndex) return;  // a stale occupancy bit
     for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
-      m_pool.NodeOf(id).list = kExpiredList;
+      m_pool.NodeOf(id).list = m_expiredList;
     }
     // Splice the whole slot onto the tail of the expired list.
-    if (m_expired.tail == kNoIndex) {
-      m_expired.head = slot.head;
+    List& expired = Expired();
+    if (expired.tail == kNoIndex) {
+      expired.head = slot.head;
     } else {
-      m_pool.NodeOf(m_expired.tail).next = slot.head;
-      m_pool.NodeOf(slot.head).prev = m_expired.tail;
+      m_pool.NodeOf(expired.tail).next = slot.head;
+      m_pool.NodeOf(slot.head).prev = expired.tail;
     }
-    m_expired.tail = slot.tail;
+    expired.tail = slot.tail;
     slot = List{};
   }
 
   TIMERWHEEL_ALWAYS_INLINE void PushBack(List& list, std::uint32_t id,
                                          std::uint32_t listId) noexcept {
+    // The list's tail is written first, apart from its head by the record's stores (which GCC
+    // cannot prove do not alias it): written together, GCC builds the pair {id, id} in a vector
+    // register on every set, for the empty list's one store.
+    const std::uint32_t tail = list.tail;
+    list.tail = id;
     Node& node = m_pool.NodeOf(id);
     node.list = listId;
     node.next = kNoIndex;
-    node.prev = list.tail;
-    if (list.tail == kNoIndex) {
+    node.prev = tail;
+    if (tail == kNoIndex) {
       list.head = id;
     } else {
-      m_pool.NodeOf(list.tail).next = id;
+      m_pool.NodeOf(tail).next = id;
     }
-    list.tail = id;
   }
 
   TIMERWHEEL_ALWAYS_INLINE void Unlink(List& list, std::uint32_t id) noexcept {
@@ -301,15 +306,17 @@ class WheelScheduler {
   TimerPool<Node> m_pool;
   const Milliseconds m_granularity;
   const Milliseconds m_maximumTimeout;
-  std::vector<List> m_slots;  // ring of N slots, N a power of two
+  // The ring of N slots (N a power of two), then the expired list: due, not yet detached, in
+  // firing order (a record's `list` names it as m_expiredList, N).
+  std::vector<List> m_slots;
   const Ticks m_slotMask;
-  SlotBitmap m_occupied;       // m_slots[i] non-empty => bit i set (cleared lazily)
-  const Reciprocal m_perSlot;  // division by g
-  List m_expired;              // due, not yet detached; in firing order
-  Ticks m_cursor;              // absolute slot number: every slot <= it has been moved to m_expired
-  Ticks m_slotBefore;          // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
-  Ticks m_nextAdvanceAt;       // (m_cursor + 1) * g: the instant the next slot becomes due
-  std::size_t m_size = 0;      // scheduled timers: in slots + expired
+  SlotBitmap m_occupied;              // m_slots[i] non-empty => bit i set (cleared lazily)
+  const std::uint32_t m_expiredList;  // N: the index of the expired list in m_slots
+  const Reciprocal m_perSlot;         // division by g
+  Ticks m_cursor;      // absolute slot number: every slot <= it has been moved to the expired list
+  Ticks m_slotBefore;  // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
+  Ticks m_nextAdvanceAt;   // (m_cursor + 1) * g: the instant the next slot becomes due
+  std::size_t m_size = 0;  // scheduled timers: in slots + expired
   // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,
   // not the earliest slot: a link lowers it (a compare), but an unlink that empties its slot
   // leaves it (nothing to do on cancel); NextExpiry raises it to the earliest occupied slot.

@@ -370,7 +370,14 @@ void Bbr::CheckStartupDone() noexcept {
 void Bbr::CheckStartupQueue(Microseconds queuedRtt) noexcept {
   // With no loss (a deep buffer) Startup would otherwise end only when the bandwidth stops
   // growing, 3 round trips after the queue began, with its window (2 BDP) queueing a whole BDP.
+  // A flow that is not using its window is not what fills the queue (and its RTT samples, a few
+  // a second, are the host's scheduling as much as the path's): as for the bandwidth's plateau,
+  // only samples of a flow that sends all it may count.
   if (m_filledPipe) return;
+  if (m_sampler.AppLimited()) {
+    m_startupQueuedSamples = 0;
+    return;
+  }
   const Microseconds rise = std::max(m_minRtt / kStartupQueueRttDivisor, kQueueRttFloor);
   if (queuedRtt < m_minRtt + rise) {
     m_startupQueuedSamples = 0;

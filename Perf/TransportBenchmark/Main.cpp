@@ -4,6 +4,7 @@
 //
 // Usage: TransportBenchmark [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR]
 //                           [--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]...
+//                           [--window S] [--queue wheel|heap|both] [--keepalive MS]
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
 //                           [--io batched|unbatched|both]
@@ -16,6 +17,10 @@
 //   sharing  two flows through one capped relay link (Bbr + Bbr, NewReno + Bbr, Bbr + NewReno;
 //            64 KB and 1 MB queue): per-flow goodput, convergence, Jain's index (issue 17)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
+//   --window the many part's measurement window, seconds
+//   --queue  the many part's rows with the wheel, the heap (the default: both)
+//   --keepalive  the many part's keepalive interval on both sides, ms (the idle timeout twice
+//            it; default 15 s and 30 s): what an idle server's load scales with
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and
 //            each attack over loopback sockets beside a legitimate connection
 //   --attacker-nice  the hostile part's attacker thread at nice 19 (on a shared machine it then
@@ -29,6 +34,7 @@
 //            recvmmsg/sendmmsg, GSO/GRO), one system call per datagram (unbatched), or both,
 //            each batched row followed by its unbatched twin
 // Internal: TransportBenchmark --clients <port> <count> <messages-per-second> <seconds>
+//   <keepalive-ms> <idle-timeout-ms>
 //   (the client side of the many-connections workload, run as a child process so that the
 //   server's CPU and memory are measured alone)
 // One row: TransportBenchmark --many-server <count> <messages-per-second> <seconds>
@@ -41,6 +47,7 @@
 // The parts: Settings (the command line), the three workloads (LatencyWorkload, BulkWorkload,
 // ManyConnectionsWorkload) over Paths (the transports and the relay) with Measure, and Report
 // (the tables, CSV files and plots).
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -55,10 +62,13 @@
 using namespace timerwheel::perf;
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::strcmp(argv[1], "--clients") == 0) {
+  if (argc == 8 && std::strcmp(argv[1], "--clients") == 0) {
+    timerwheel::rudp::EndpointOptions options;
+    options.keepaliveInterval = static_cast<std::uint32_t>(std::atoll(argv[6]));
+    options.idleTimeout = static_cast<std::uint32_t>(std::atoll(argv[7]));
     return RunClients(static_cast<std::uint16_t>(std::atoi(argv[2])),
                       static_cast<std::size_t>(std::atoll(argv[3])), std::atof(argv[4]),
-                      std::atof(argv[5]));
+                      std::atof(argv[5]), options);
   }
   if (argc == 6 && std::strcmp(argv[1], "--many-server") == 0) {
     return RunManyServer(static_cast<std::size_t>(std::atoll(argv[2])), std::atof(argv[3]),

@@ -41,7 +41,8 @@ namespace timerwheel::perf {
 
 using Udp = boost::asio::ip::udp;
 
-int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
+int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds,
+               const rudp::EndpointOptions& liveness) {
   // The clients stand for separate hosts: one socket per kConnectionsPerSocket connections
   // (a single socket's receive buffer overflows under 100k keepalive answers, which no real
   // deployment of 100k clients would see), on two io threads.
@@ -61,6 +62,8 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
     for (std::size_t i = 0; i < std::max<std::size_t>(sockets, 1); ++i) {
       rudp::EndpointOptions options;
       options.maxConnections = kConnectionsPerSocket + 10;
+      options.keepaliveInterval = liveness.keepaliveInterval;
+      options.idleTimeout = liveness.idleTimeout;
       endpoints.push_back(std::make_unique<rudp::Endpoint>(
           ios[i % kThreads], Udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0),
           options));
@@ -166,9 +169,12 @@ struct ServerWindowTotals {
   }
 };
 
-pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double seconds) {
+pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double seconds,
+                   const rudp::EndpointOptions& liveness) {
   const std::string portText = std::to_string(port), countText = std::to_string(count),
-                    rateText = std::to_string(rate), secondsText = std::to_string(seconds);
+                    rateText = std::to_string(rate), secondsText = std::to_string(seconds),
+                    keepaliveText = std::to_string(liveness.keepaliveInterval),
+                    idleText = std::to_string(liveness.idleTimeout);
   // The executable's own path, read before the fork: under valgrind, exec'ing /proc/self/exe
   // would start valgrind's tool (readlink is answered with the benchmark's path).
   char self[4096] = {};
@@ -176,7 +182,8 @@ pid_t SpawnClients(std::uint16_t port, std::size_t count, double rate, double se
   const pid_t pid = fork();
   if (pid == 0) {
     execl(self, "TransportBenchmark", "--clients", portText.c_str(), countText.c_str(),
-          rateText.c_str(), secondsText.c_str(), static_cast<char*>(nullptr));
+          rateText.c_str(), secondsText.c_str(), keepaliveText.c_str(), idleText.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   return pid;
@@ -256,8 +263,9 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     };
     accept();
     const double settle = 3.0;
-    const pid_t child = SpawnClients(server.LocalEndpoint().port(), count, rate,
-                                     window + settle + 30.0 + static_cast<double>(count) / 2000.0);
+    const pid_t child =
+        SpawnClients(server.LocalEndpoint().port(), count, rate,
+                     window + settle + 30.0 + static_cast<double>(count) / 2000.0, options);
     const auto connectStart = Clock::now();
     const auto connectDeadline = connectStart + std::chrono::seconds(120);
     while (server.GetStatistics().connectionsOpen < count && Clock::now() < connectDeadline) {

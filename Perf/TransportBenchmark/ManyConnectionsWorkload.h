@@ -13,8 +13,10 @@
 namespace timerwheel::perf {
 
 // The client side, run in the child process (TransportBenchmark --clients ...): `count`
-// connections to 127.0.0.1:port, each sending `rate` messages per second (0: idle) for `seconds`.
-int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds);
+// connections to 127.0.0.1:port, each sending `rate` messages per second (0: idle) for `seconds`,
+// with the server's keepalive interval and idle timeout (from `liveness`).
+int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds,
+               const rudp::EndpointOptions& liveness);
 
 struct ManyRow {
   std::string queue;
@@ -34,7 +36,8 @@ struct ManyRow {
   double clientSeconds = 0;      // ... which lasted this long
 };
 
-// `server` is the server endpoint's starting options (the socket path's, for the loopback table).
+// `server` is the server endpoint's starting options (the socket path's, for the loopback table;
+// its keepalive interval and idle timeout are the clients' too).
 // `serverThreads` io threads run the server, whose endpoint has as many shards.
 ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, double window,
                 const rudp::EndpointOptions& server = {}, unsigned serverThreads = 1);

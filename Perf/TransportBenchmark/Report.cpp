@@ -76,6 +76,10 @@ void Plot(const std::string& results, const std::string& name, const std::string
   }
 }
 
+rudp::TimerQueueKind QueueKind(bool wheel) {
+  return wheel ? rudp::TimerQueueKind::Wheel : rudp::TimerQueueKind::Heap;
+}
+
 }  // namespace
 
 void RunLatencyTable(const Settings& settings, const std::vector<double>& losses) {
@@ -231,9 +235,15 @@ void RunBulkTable(const Settings& settings, const std::vector<double>& losses) {
 }
 
 void RunManyTable(const Settings& settings) {
+  rudp::EndpointOptions server;
+  if (settings.keepaliveMs != 0) {
+    server.keepaliveInterval = settings.keepaliveMs;
+    server.idleTimeout = 2 * settings.keepaliveMs;
+  }
   std::printf(
       "\n=== many connections on one server socket (clients in a child process), "
-      "keepalive 15 s\n");
+      "keepalive %.1f s, idle timeout %.1f s\n",
+      server.keepaliveInterval / 1000.0, server.idleTimeout / 1000.0);
   std::printf("%-6s %8s %8s %8s %12s %12s %12s %12s %9s\n", "queue", "conns", "msg/s", "CPU %",
               "heap B/conn", "RSS B/conn", "timers/s", "CPU us/msg", "p99 ms");
   std::ofstream manyCsv(settings.results + "/transport-many.csv");
@@ -252,13 +262,13 @@ void RunManyTable(const Settings& settings) {
             << row.latencyMs.p50 << ',' << row.latencyMs.p99 << '\n';
   };
   for (std::size_t count : settings.idleCounts) {
-    for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
-      printMany(RunMany(kind, count, 0, settings.manyWindow));
+    for (const bool wheel : settings.manyQueues) {
+      printMany(RunMany(QueueKind(wheel), count, 0, settings.manyWindow, server));
     }
   }
   if (settings.activeCount == 0) return;
-  for (auto kind : {rudp::TimerQueueKind::Wheel, rudp::TimerQueueKind::Heap}) {
-    printMany(RunMany(kind, settings.activeCount, 1, settings.manyWindow / 2));
+  for (const bool wheel : settings.manyQueues) {
+    printMany(RunMany(QueueKind(wheel), settings.activeCount, 1, settings.manyWindow / 2, server));
   }
 }
 

@@ -66,6 +66,19 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
         std::fprintf(stderr, "--window takes 1 to 3600 seconds, not '%s'\n", argv[i]);
         return false;
       }
+    } else if (arg == "--queue" && i + 1 < argc) {
+      if (!ParseOneOrBoth("--queue", argv[++i], {"wheel", true}, {"heap", false},
+                          settings.manyQueues)) {
+        return false;
+      }
+    } else if (arg == "--keepalive" && i + 1 < argc) {
+      const long long ms = std::atoll(argv[++i]);
+      // The idle timeout, twice it, must fit the options' 32-bit milliseconds.
+      if (ms < 100 || ms > 1'000'000'000) {
+        std::fprintf(stderr, "--keepalive takes 100 to 1000000000 ms, not '%s'\n", argv[i]);
+        return false;
+      }
+      settings.keepaliveMs = static_cast<std::uint32_t>(ms);
     } else if (arg == "--seeds" && i + 1 < argc) {
       // After --quick or --full, which set their own.
       settings.seeds = std::atoi(argv[++i]);
@@ -113,7 +126,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
           stderr,
           "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
           "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
-          "[--window S] "
+          "[--window S] [--queue wheel|heap|both] [--keepalive MS] "
           "[--hostile] [--attacker-nice] "
           "[--cc bbr|newreno|none]... [--encrypt off|on|both] [--io batched|unbatched|both]\n",
           argv[0]);

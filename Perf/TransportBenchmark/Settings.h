@@ -18,6 +18,11 @@ struct Settings {
   double manyWindow = 16;
   std::vector<std::size_t> idleCounts{1000, 10000};
   std::size_t activeCount = 10000;
+  // The many part's timer queues (--queue wheel|heap|both): true is the wheel, false the heap.
+  std::vector<bool> manyQueues{true, false};
+  // The many part's keepalive interval on both sides, ms (--keepalive; the idle timeout is
+  // twice it, the defaults' ratio). 0: the defaults (15 s and 30 s).
+  std::uint32_t keepaliveMs = 0;
   // The scaling part (issue 18): this many connections, each sending scalingRate 64-byte
   // messages per second, to a server run by 1 and then 2 io threads (as many shards).
   // 0 connections: the part is skipped.

@@ -357,7 +357,7 @@ void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseco
   m_loss.SetPingProbeFloor(KeepaliveInterval() / 4);
   m_phase = Phase::Established;
   CancelTimer(TimerKind::LossDetection);
-  RestartIdleTimer(now);
+  RestartIdleTimer(now, now);
   DrawKeepaliveJitter();
   RestartKeepaliveTimer(now);
 }
@@ -379,8 +379,9 @@ void ConnectionCore::OnDataPacket(const DecodedPacket& packet, std::size_t datag
   if (!CheckFrames(packet, summary)) return;
   if (!StoreStreamData(packet)) return;
   if (!RecordReceipt(packet, summary, datagramSize, now)) return;
-  if (!ApplyControlFrames(packet, now)) return;
-  AfterDataPacket(now);
+  Microseconds reachedPeerAt = 0;
+  if (!ApplyControlFrames(packet, now, reachedPeerAt)) return;
+  AfterDataPacket(reachedPeerAt, now);
 }
 
 void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::uint8_t* datagram,
@@ -512,20 +513,24 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // The peer is talking to us: no need for a keepalive of our own, so on a quiet connection
     // only one side's keepalive timer fires.
     RestartKeepaliveTimer(now);
-    // But our liveness needs the peer to acknowledge an ack-eliciting packet of ours (its ACKs
-    // of our ACK-only packets do not count: a replay could fake them). A side that only
-    // receives, such as the receiver of a one-way stream or the answerer of a lone keepalive
-    // PING, sends nothing else; so when the peer talks to us after we have sent nothing
-    // ack-eliciting for a quiet spell, our reply carries a PING, which the peer acknowledges.
-    // (A side that has just sent one does not answer with another: no ping-pong.)
+  }
+  if (summary.ackEliciting && m_phase == Phase::Established) {
+    m_peerTalked = true;
+    // A side that only receives data (a one-way stream) sends nothing ack-eliciting, so it would
+    // have no RTT samples: no PTO of its own but the initial one, and its answers to duplicates
+    // paced at the initial RTT (a simulated bottleneck shared by two Bbr flows then took 1-2 s
+    // longer to share fairly). Now and then its ACK carries a PING, which the peer acknowledges.
+    // Not for a lone PING (a keepalive): its answer, an ACK, is acknowledged by the next one
+    // (AfterDataPacket), and an idle connection's round stays two datagrams.
     const Microseconds quiet =
         std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
-    if (now - m_loss.LastAckElicitingSent() > quiet) m_pingPending = true;
+    if (!summary.onlyPing && now - m_loss.LastAckElicitingSent() > quiet) m_pingPending = true;
   }
   return true;
 }
 
-bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microseconds now) {
+bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microseconds now,
+                                        Microseconds& reachedPeerAt) {
   m_progress = false;
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
@@ -540,7 +545,7 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
           return false;
         }
         if (m_phase == Phase::Closed) return false;
-        ForgetAcknowledgedAckRanges(frame.ack);
+        reachedPeerAt = std::max(reachedPeerAt, ForgetAcknowledgedAckRanges(frame.ack, now));
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -574,8 +579,20 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
   return true;
 }
 
-void ConnectionCore::AfterDataPacket(Microseconds now) {
-  if (m_progress && m_phase != Phase::Draining) RestartIdleTimer(now);
+void ConnectionCore::AfterDataPacket(Microseconds reachedPeerAt, Microseconds now) {
+  if (m_progress && m_phase != Phase::Draining) {
+    RestartIdleTimer(now, now);
+  } else if (reachedPeerAt != 0 && m_phase == Phase::Established &&
+             reachedPeerAt + IdleTimeout() > m_idleDeadline) {
+    // The peer acknowledged a packet of ours that carried only an ACK: it heard from us when
+    // that was sent. This is how the answering side of a keepalive (or the receiver of a
+    // one-way stream), which sends nothing ack-eliciting, learns it is heard: the peer's next
+    // PING carries the ACK. A keepalive round is then one PING and its ACK; it used to take a
+    // PING of ours on that ACK, and the peer's ACK of it (issue 18: a third of an idle server's
+    // datagrams, two thirds of those it received). Not while closing: our CLOSE must be
+    // acknowledged itself.
+    RestartIdleTimer(reachedPeerAt, now);
+  }
   PumpSends();
   MaybeQueueClose();
   if (m_phase == Phase::Closing && m_ourClose == OurClose::Acknowledged && m_peerClosed) {
@@ -664,6 +681,17 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
         ArmDeadlineTimer(now);  // for the idle deadline (or clamped to the maximum timeout)
       } else if (m_phase == Phase::Draining) {
         Terminate(m_endReason);
+      } else if (MayProbeLiveness()) {
+        // The peer talks to us but has not acknowledged anything of ours for an idle timeout.
+        // Usually its next PING, carrying the ACK of our last answer, is a little late: the
+        // idle timeout is two keepalive intervals, and our proof lags the peer's PINGs by one.
+        // One PING, acknowledged at once, tells a live peer from a path that stopped carrying
+        // our packets; a peer that does not answer within a PTO is gone.
+        m_livenessGraceUsed = true;
+        m_idleDeadline = now + m_loss.ProbeTimeout();
+        m_pingPending = true;
+        Flush(now);
+        ArmDeadlineTimer(now);
       } else if (m_phase != Phase::Closed) {
         Terminate(EngineError::TimedOut);
       }
@@ -698,9 +726,10 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   ++m_stats.timerArmed[Index(kind)];
 }
 
-void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
+Microseconds ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack, Microseconds now) {
   bool any = false;
   PacketNumber largest = 0;
+  std::uint32_t newestAge = UINT32_MAX;  // ms
   for (std::size_t k = 0; k < m_sentAcks.size(); ++k) {
     const auto bit = static_cast<std::uint8_t>(1u << k);
     if ((m_sentAckPending & bit) == 0) continue;
@@ -710,12 +739,22 @@ void ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack) {
       if (sentAck.packet >= ack.ranges[i].smallest) {
         largest = any ? std::max(largest, sentAck.largest) : sentAck.largest;
         any = true;
+        newestAge = std::min(newestAge, static_cast<std::uint32_t>(now / 1000) - m_sentAckMs[k]);
         m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending & ~bit);
         break;
       }
     }
   }
-  if (any) m_acks.OnAckAcknowledged(largest);
+  if (!any) return 0;
+  m_acks.OnAckAcknowledged(largest);
+  return std::max<Microseconds>(now / 1000 * 1000 - Microseconds{newestAge} * 1000, 1);
+}
+
+bool ConnectionCore::MayProbeLiveness() const noexcept {
+  // Once per proof; not while our data waits (a peer that talks but never acknowledges our data
+  // is the slowloris the idle deadline's clamp ends), nor while closing.
+  return m_phase == Phase::Established && m_peerTalked && !m_livenessGraceUsed &&
+         AckedPrefix() == NextNewOffset();
 }
 
 bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
@@ -751,8 +790,11 @@ Microseconds ConnectionCore::IdleTimeout() const {
   return std::max(idle, 3 * m_loss.ProbeTimeout());
 }
 
-void ConnectionCore::RestartIdleTimer(Microseconds now) {
-  m_idleDeadline = now + IdleTimeout();
+void ConnectionCore::RestartIdleTimer(Microseconds provenAt, Microseconds now) {
+  m_idleDeadline = provenAt + IdleTimeout();
+  m_livenessGraceUsed = false;
+  // A proof from before now came in a packet the peer sent after it: the peer still talked since.
+  if (provenAt == now) m_peerTalked = false;
   // Slowloris (RFC 9000 21.6): a peer that acknowledges our PINGs but never our data keeps
   // the connection "live" while its send buffer stays full. The oldest unacknowledged stream
   // byte must move within the idle timeout too.
@@ -895,6 +937,7 @@ void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
         writer.AppendAck(ack.ranges.data(), ack.rangeCount, ack.ackDelayMicroseconds)) {
       m_acks.OnAckSent();
       m_sentAcks[m_nextSentAck] = SentAck{sent.packetNumber, ack.largest};
+      m_sentAckMs[m_nextSentAck] = static_cast<std::uint32_t>(now / 1000);
       m_sentAckPending = static_cast<std::uint8_t>(m_sentAckPending | (1u << m_nextSentAck));
       m_nextSentAck = static_cast<std::uint8_t>((m_nextSentAck + 1) % m_sentAcks.size());
     }

@@ -195,10 +195,12 @@ class ConnectionCore final : private IPacketFate {
   // Records the packet for our ACKs; false for a duplicate (answered by an ACK).
   bool RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
                      std::size_t datagramSize, Microseconds now);
-  // ACK, MAX_DATA and CLOSE frames; false if the connection ended.
-  bool ApplyControlFrames(const DecodedPacket& packet, Microseconds now);
-  // What the packet made possible: sends, our CLOSE, draining, deliveries, then Flush.
-  void AfterDataPacket(Microseconds now);
+  // ACK, MAX_DATA and CLOSE frames; false if the connection ended. `reachedPeerAt`: when the
+  // latest of our ACK-carrying packets its ACK frame newly acknowledged was sent (0: none).
+  bool ApplyControlFrames(const DecodedPacket& packet, Microseconds now,
+                          Microseconds& reachedPeerAt);
+  // What the packet made possible: liveness, sends, our CLOSE, draining, deliveries, then Flush.
+  void AfterDataPacket(Microseconds reachedPeerAt, Microseconds now);
 
   // IPacketFate
   void OnPacketAcked(const SentPacket& packet) override;
@@ -242,11 +244,16 @@ class ConnectionCore final : private IPacketFate {
   // PING and its answer) always re-arms, so it never sees such an expiry.
   bool KeepaliveMayStay(Microseconds deadline, Microseconds now);
   // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
-  void ForgetAcknowledgedAckRanges(const AckFrame& ack);
+  // Returns when the latest of those was sent (rounded down to the ms), 0 if none.
+  Microseconds ForgetAcknowledgedAckRanges(const AckFrame& ack, Microseconds now);
   void CancelTimer(TimerKind kind);
   // Cancels it and gives its record back to the queue (made again on the next arming).
   void DestroyTimer(TimerKind kind);
-  void RestartIdleTimer(Microseconds now);
+  // The peer is known to have heard from us at `provenAt` (<= now): the idle deadline is the idle
+  // timeout after it (or sooner: the oldest waiting byte's).
+  void RestartIdleTimer(Microseconds provenAt, Microseconds now);
+  // At the idle deadline: whether one PING may still save the connection (OnTimer).
+  bool MayProbeLiveness() const noexcept;
   // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
   // the previous key phase's deadline (when set).
   void ArmDeadlineTimer(Microseconds now);
@@ -365,17 +372,25 @@ class ConnectionCore final : private IPacketFate {
   AckTracker m_acks;
   // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a
   // ring): once the peer acknowledges one, m_acks stops reporting what it reported (RFC 9000
-  // 13.2.4). Most are ACK-only packets, which the sent-packet log does not keep.
+  // 13.2.4), and we know the peer heard from us when we sent it (liveness). Most are ACK-only
+  // packets, which the sent-packet log does not keep.
   struct SentAck {
     PacketNumber packet = 0;
     PacketNumber largest = 0;
   };
   std::array<SentAck, 8> m_sentAcks{};
+  // When each was sent: the low 32 bits of the time in ms (ages up to 49 days), apart from
+  // m_sentAcks so that each costs 4 bytes, not the 8 of padding.
+  std::array<std::uint32_t, 8> m_sentAckMs{};
   std::uint8_t m_sentAckPending = 0;  // bit i: m_sentAcks[i] is not acknowledged yet
   std::uint8_t m_nextSentAck = 0;
   bool m_receivesAbandoned = false;
-  // Liveness: the peer newly acknowledged an ack-eliciting packet of ours.
+  // Liveness, per data packet: the peer newly acknowledged an ack-eliciting packet of ours.
   bool m_progress = false;
+  // Since the last proof of liveness, the peer sent us a new ack-eliciting packet, and the
+  // idle deadline's one PING of grace (OnTimer) was used.
+  bool m_peerTalked = false;
+  bool m_livenessGraceUsed = false;
   std::uint32_t m_peerIdleTimeoutMs = 0;  // from the peer's transport parameters (clamped)
   std::uint64_t m_advertisedMaxData = 0;
   VectorQueue<PendingReceive> m_pendingReceives;

@@ -729,7 +729,7 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
 Microseconds ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack, Microseconds now) {
   bool any = false;
   PacketNumber largest = 0;
-  std::uint32_t newestAge = UINT32_MAX;  // ms
+  std::uint32_t newestAge = std::numeric_limits<std::uint32_t>::max();  // ms
   for (std::size_t k = 0; k < m_sentAcks.size(); ++k) {
     const auto bit = static_cast<std::uint8_t>(1u << k);
     if ((m_sentAckPending & bit) == 0) continue;

@@ -157,7 +157,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
     Pool().Release(id);
     // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
-    if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
+    if (Pool().LastBatchEntry(id) < m_firstBatchEntry) {
       FreeRecord(id);
     } else {
       ++m_deferredFrees;
@@ -206,7 +206,7 @@ class BasicTimerQueue : public IManageTimerQueue {
       std::size_t oneShots = 0;  // counted locally: the loop's stores might alias members
       m_scheduler.DetachDue(Now(), [&](std::uint32_t id) {
         auto& record = Pool()[id];  // the scheduler has marked it not scheduled
-        record.lastBatchEntry = entry++;
+        Pool().LastBatchEntry(id) = entry++;
         oneShots += (record.flags & kHandleReleased) != 0;  // End frees them
         m_batch.push_back({id, record.active});
       });
@@ -255,7 +255,7 @@ class BasicTimerQueue : public IManageTimerQueue {
         const std::uint32_t id = m_batch[i].id;
         const auto& record = Pool()[id];
         // A record named twice is freed at its last entry; Free clears the flag, so not twice.
-        if ((record.flags & kHandleReleased) != 0 && record.lastBatchEntry < firstLeft &&
+        if ((record.flags & kHandleReleased) != 0 && Pool().LastBatchEntry(id) < firstLeft &&
             !m_scheduler.IsScheduled(id)) {
           FreeRecord(id);
           --m_deferredFrees;
@@ -283,11 +283,12 @@ class BasicTimerQueue : public IManageTimerQueue {
     std::size_t deferred = 0;
     for (std::uint32_t id = 0; id < Pool().Size(); ++id) {
       const auto& record = Pool()[id];
-      const bool named = record.lastBatchEntry >= m_firstBatchEntry;
+      const std::uint64_t lastBatchEntry = Pool().LastBatchEntry(id);
+      const bool named = lastBatchEntry >= m_firstBatchEntry;
       if ((record.flags & kAllocated) &&
-          (named != (refs[id] != 0) || (named && lastEntry[id] != record.lastBatchEntry))) {
+          (named != (refs[id] != 0) || (named && lastEntry[id] != lastBatchEntry))) {
         Fail("record " + std::to_string(id) + " has last batch entry " +
-             std::to_string(record.lastBatchEntry) + " (the batch starts at " +
+             std::to_string(lastBatchEntry) + " (the batch starts at " +
              std::to_string(m_firstBatchEntry) + ") but the batch names it " +
              std::to_string(refs[id]) + " times, last as " + std::to_string(lastEntry[id]));
       }

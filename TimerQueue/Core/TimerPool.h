@@ -122,8 +122,8 @@ class TimerPool {
 
   // Records there is room for without reallocating: schedulers size their own arrays to it.
   std::size_t Capacity() const noexcept {
-    std::size_t capacity = m_hot.capacity() < m_cold.capacity() ? m_hot.capacity()
-                                                                : m_cold.capacity();
+    std::size_t capacity =
+        m_hot.capacity() < m_cold.capacity() ? m_hot.capacity() : m_cold.capacity();
     if constexpr (kRecordsHoldDeadlines) {
       if (m_lastBatchEntries.capacity() < capacity) capacity = m_lastBatchEntries.capacity();
     }

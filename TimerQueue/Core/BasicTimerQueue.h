@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -200,27 +201,26 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
     if (m_scheduler.Size() != 0) {
       // Reserve up front (amortised doubling) so that detaching can never fail half-way.
-      const std::size_t needed = m_batch.size() + m_scheduler.Size();
-      if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
+      m_batch.Reserve(m_batch.Size() + m_scheduler.Size());
       // Every one-shot that may be detached: only one-shots are released and still scheduled.
       const std::size_t frees = m_deferredFrees.size() + m_pendingOneShots;
       if (frees > m_deferredFrees.capacity())
         m_deferredFrees.reserve((std::max)(frees, 2 * m_deferredFrees.capacity()));
-      std::uint64_t entry = m_firstBatchEntry + m_batch.size();  // the number of the next one
-      std::size_t oneShots = 0;  // counted locally: the loop's stores might alias members
+      std::uint64_t entry = m_firstBatchEntry + m_batch.Size();  // the number of the next one
+      BatchEntry* added = m_batch.End();                         // reserved above
+      const std::size_t deferredBefore = m_deferredFrees.size();
+      const auto records = Pool().Arrays();  // DetachDue allocates no record
       m_scheduler.DetachDue(Now(), [&](std::uint32_t id) {
-        auto& record = Pool()[id];  // the scheduler has marked it not scheduled
-        Pool().LastBatchEntry(id) = entry++;
-        if ((record.flags & kHandleReleased) != 0) {  // a one-shot: End frees it
-          m_deferredFrees.push_back(id);              // reserved above: does not throw
-          ++oneShots;
-        }
-        m_batch.push_back({record.active});
+        auto& record = records[id];  // the scheduler has marked it not scheduled
+        records.LastBatchEntry(id) = entry++;
+        if ((record.flags & kHandleReleased) != 0) DeferOneShotFree(id);  // End frees it
+        *added++ = {record.active};
       });
-      m_pendingOneShots -= oneShots;
+      m_batch.Added(added);
+      m_pendingOneShots -= m_deferredFrees.size() - deferredBefore;
     }
     m_hasLeftovers = false;
-    m_dispatching = !m_batch.empty();
+    m_dispatching = m_batch.Size() != 0;
     return m_dispatching;
   }
 
@@ -234,8 +234,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     // position is read again after each one: a callback may itself call HandleTimeout.
     // (If a callback's own HandleTimeout runs entries of this call's range, this call runs
     // fewer than `budget`: "up to".)
-    const BatchEntry* const entries = m_batch.data();
-    const std::size_t available = m_batch.size() - m_batchPosition;
+    const BatchEntry* const entries = m_batch.Data();
+    const std::size_t available = m_batch.Size() - m_batchPosition;
     const std::size_t end = m_batchPosition + (budget < available ? budget : available);
     ITimerQueueMonitor* const monitor = m_monitor;
     std::size_t handled = 0;
@@ -271,10 +271,10 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
     m_firstBatchEntry = firstLeft;
     // Undispatched expiries stay at the front, so they fire first at the next Begin.
-    m_batch.erase(m_batch.begin(), m_batch.begin() + static_cast<std::ptrdiff_t>(m_batchPosition));
+    m_batch.DropFront(m_batchPosition);
     m_batchPosition = 0;
     m_dispatching = false;
-    m_hasLeftovers = !m_batch.empty();
+    m_hasLeftovers = m_batch.Size() != 0;
   }
 
   // Debug aid for tests: verifies the pool, the batch and the schedule agree. Throws
@@ -285,7 +285,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     // each number named by one record at most, and the records the batch names while released
     // exactly those whose frees are deferred.
     std::size_t pending = 0;
-    std::vector<std::uint8_t> entryNamed(m_batch.size(), 0);
+    std::vector<std::uint8_t> entryNamed(m_batch.Size(), 0);
     std::vector<std::uint8_t> freeDeferred(Pool().Size(), 0);
     for (const std::uint32_t id : m_deferredFrees) {
       if (id >= Pool().Size() || freeDeferred[id] != 0)
@@ -298,11 +298,11 @@ class BasicTimerQueue : public IManageTimerQueue {
       const bool named = (record.flags & kAllocated) && lastBatchEntry >= m_firstBatchEntry;
       if (named) {
         const std::uint64_t position = lastBatchEntry - m_firstBatchEntry;
-        if (position >= m_batch.size() || entryNamed[position] != 0) {
+        if (position >= m_batch.Size() || entryNamed[position] != 0) {
           Fail("record " + std::to_string(id) + " has last batch entry " +
                std::to_string(lastBatchEntry) + ", but the batch holds entries " +
                std::to_string(m_firstBatchEntry) + " to " +
-               std::to_string(m_firstBatchEntry + m_batch.size() - 1) +
+               std::to_string(m_firstBatchEntry + m_batch.Size() - 1) +
                " or another record names that entry");
         }
         entryNamed[position] = 1;
@@ -356,7 +356,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
       m_scheduler.Reserve(Pool().Capacity());
-      m_batch.reserve(initialCapacity);
+      m_batch.Reserve(initialCapacity);
     }
   }
 
@@ -371,6 +371,40 @@ class BasicTimerQueue : public IManageTimerQueue {
   // batch that Begin writes and HandleTimeout reads back names no record.
   struct BatchEntry {
     TimerData expired;
+  };
+
+  // The batch's storage: an array with a count rather than a vector, so that Begin appends
+  // through a local pointer into room reserved up front (a vector's push_back stores its end
+  // after every entry, and the compiler then reloads the pool's arrays, which that store might
+  // alias, for the next one).
+  class Batch {
+   public:
+    std::size_t Size() const noexcept { return m_size; }
+    const BatchEntry* Data() const noexcept { return m_entries.get(); }
+    // Where entries are added, up to the room Reserve made; Added(end) takes them in.
+    BatchEntry* End() noexcept { return m_entries.get() + m_size; }
+    void Added(const BatchEntry* end) noexcept {
+      m_size = static_cast<std::size_t>(end - m_entries.get());
+    }
+    // Room for `count` entries in all (growing at least twofold); the entries are kept.
+    void Reserve(std::size_t count) {
+      if (count <= m_capacity) return;
+      const std::size_t capacity = (std::max)(count, 2 * m_capacity);
+      std::unique_ptr<BatchEntry[]> entries(new BatchEntry[capacity]);
+      std::copy(Data(), Data() + m_size, entries.get());
+      m_entries = std::move(entries);
+      m_capacity = capacity;
+    }
+    // The first `count` entries go; the rest move to the front, in order.
+    void DropFront(std::size_t count) noexcept {
+      std::copy(Data() + count, Data() + m_size, m_entries.get());
+      m_size -= count;
+    }
+
+   private:
+    std::unique_ptr<BatchEntry[]> m_entries;
+    std::size_t m_size = 0;
+    std::size_t m_capacity = 0;
   };
 
   [[noreturn]] static void Fail(const std::string& what) {
@@ -508,6 +542,12 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
   }
 
+  // Out of line and taking the id by value: push_back takes a reference, and inlined into
+  // Begin's loop it had the id stored to memory for every detached timer.
+  TIMERWHEEL_NEVER_INLINE void DeferOneShotFree(std::uint32_t id) noexcept {
+    m_deferredFrees.push_back(id);  // Begin reserved room for every pending one-shot
+  }
+
   void FreeRecord(std::uint32_t id) noexcept {
     Pool().Free(id);
     if (m_monitor) m_monitor->OnTimerDeleted();
@@ -527,7 +567,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   std::uint32_t m_plainCancelLimit = 0;  // the same for CancelTimer: Pool().Size() if no monitor
   Scheduler m_scheduler;                 // owns the record pool
 
-  std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
+  Batch m_batch;                    // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
   // Entries are numbered from 1 in the order Begin adds them, never reused: m_batch[i] is entry
   // m_firstBatchEntry + i (64 bits: does not wrap).

@@ -245,6 +245,31 @@ class TimerPool {
   Cold& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
   const Cold& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
 
+  // The records through pointers held in locals, for a loop that stores through other pointers:
+  // the compiler cannot tell such stores from the vectors' own members, so through the pool it
+  // would load each vector's data pointer again after every one. Valid until the next Allocate.
+  class Records {
+   public:
+    Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
+    Cold& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
+    std::uint64_t& LastBatchEntry(std::uint32_t id) const noexcept {
+      if constexpr (kRecordsHoldDeadlines) {
+        return m_lastBatchEntries[id];
+      } else {
+        return m_cold[id].lastBatchEntry;
+      }
+    }
+
+   private:
+    friend class TimerPool;
+    Records(Hot* hot, Cold* cold, std::uint64_t* lastBatchEntries) noexcept
+        : m_hot(hot), m_cold(cold), m_lastBatchEntries(lastBatchEntries) {}
+    Hot* m_hot;
+    Cold* m_cold;
+    std::uint64_t* m_lastBatchEntries;
+  };
+  Records Arrays() noexcept { return {m_hot.data(), m_cold.data(), m_lastBatchEntries.data()}; }
+
   template <class Function>
   void ForEachAllocated(Function&& function) const {
     for (std::uint32_t id = 0; id < m_size; ++id) {

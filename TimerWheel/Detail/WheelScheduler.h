@@ -142,9 +142,10 @@ class WheelScheduler {
     // onDue must not touch the schedule (the queue's copies the record's data into its batch).
     std::uint32_t id = Expired().head;
     Expired() = List{};
-    std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
+    std::size_t detached = 0;              // m_size is updated once: onDue's stores might alias it
+    const auto records = m_pool.Arrays();  // and the records' array is not reloaded either
     while (id != kNoIndex) {
-      Node& node = m_pool.NodeOf(id);
+      Node& node = records.NodeOf(id);
       const std::uint32_t next = node.next;
       node.list = kNotScheduled;
       ++detached;

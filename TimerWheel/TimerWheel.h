@@ -38,8 +38,9 @@ struct TimerWheelOptions {
 // word per 64 slots of level 1 of the occupancy bitmap and one level-0 word (two words for up to
 // 4096 slots); nothing allocates in steady state.
 // Memory: 8 bytes per slot plus 56 bytes per timer: a 16-byte hot record (handle key, links,
-// slot) that set, cancel and validation touch, and a 40-byte cold one (callback, user data,
-// deadline, generation, last batch entry) written when a timer is armed, created or fired.
+// slot) that set, cancel and validation touch, a 32-byte cold one (callback, user data, deadline,
+// generation) written when a timer is armed, created or fired, and its 8-byte last dispatch-batch
+// entry.
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
   // Throws std::invalid_argument for g == 0, M == 0, M + L + 2g over 2^32 - 1, or more than 2^24

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -150,18 +151,17 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   bool DestroyTimer(TimerHandle& handle) override {
     const std::uint32_t id = Pool().IdOf(handle);
+    // A record still referenced by the dispatch batch is freed by EndTimeoutHandling. Noted
+    // first: the only step that may throw (it may allocate), before anything has changed.
+    const bool deferred = Pool().LastBatchEntry(id) >= m_firstBatchEntry;
+    if (deferred) m_deferredFrees.push_back(id);
     const bool wasPending = m_scheduler.IsScheduled(id);
     if (wasPending) {
       const std::size_t unsettled = m_scheduler.Unschedule(id);
       if (unsettled != Scheduler::kSettled) m_scheduler.Settle(unsettled);
     }
     Pool().Release(id);
-    // A record still referenced by the dispatch batch is freed by EndTimeoutHandling.
-    if (Pool()[id].lastBatchEntry < m_firstBatchEntry) {
-      FreeRecord(id);
-    } else {
-      ++m_deferredFrees;
-    }
+    if (!deferred) FreeRecord(id);
     handle = TimerHandle{};
     if (m_monitor) m_monitor->OnTimerDestroyed(wasPending);
     return wasPending;
@@ -171,6 +171,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     CheckTimeout(timeout);
     const std::uint32_t id = AllocateRecord();
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
+    ++m_pendingOneShots;
     const Ticks now = Now();
     m_scheduler.AdvanceTo(now);
     SettleIf(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
@@ -200,20 +201,26 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
     if (m_scheduler.Size() != 0) {
       // Reserve up front (amortised doubling) so that detaching can never fail half-way.
-      const std::size_t needed = m_batch.size() + m_scheduler.Size();
-      if (needed > m_batch.capacity()) m_batch.reserve((std::max)(needed, 2 * m_batch.capacity()));
-      std::uint64_t entry = m_firstBatchEntry + m_batch.size();  // the number of the next one
-      std::size_t oneShots = 0;  // counted locally: the loop's stores might alias members
+      m_batch.Reserve(m_batch.Size() + m_scheduler.Size());
+      // Every one-shot that may be detached: only one-shots are released and still scheduled.
+      const std::size_t frees = m_deferredFrees.size() + m_pendingOneShots;
+      if (frees > m_deferredFrees.capacity())
+        m_deferredFrees.reserve((std::max)(frees, 2 * m_deferredFrees.capacity()));
+      std::uint64_t entry = m_firstBatchEntry + m_batch.Size();  // the number of the next one
+      BatchEntry* added = m_batch.End();                         // reserved above
+      const std::size_t deferredBefore = m_deferredFrees.size();
+      const auto records = Pool().Arrays();  // DetachDue allocates no record
       m_scheduler.DetachDue(Now(), [&](std::uint32_t id) {
-        auto& record = Pool()[id];  // the scheduler has marked it not scheduled
-        record.lastBatchEntry = entry++;
-        oneShots += (record.flags & kHandleReleased) != 0;  // End frees them
-        m_batch.push_back({id, record.active});
+        auto& record = records[id];  // the scheduler has marked it not scheduled
+        records.LastBatchEntry(id) = entry++;
+        if ((record.flags & kHandleReleased) != 0) DeferOneShotFree(id);  // End frees it
+        *added++ = {record.active};
       });
-      m_deferredFrees += oneShots;
+      m_batch.Added(added);
+      m_pendingOneShots -= m_deferredFrees.size() - deferredBefore;
     }
     m_hasLeftovers = false;
-    m_dispatching = !m_batch.empty();
+    m_dispatching = m_batch.Size() != 0;
     return m_dispatching;
   }
 
@@ -227,8 +234,8 @@ class BasicTimerQueue : public IManageTimerQueue {
     // position is read again after each one: a callback may itself call HandleTimeout.
     // (If a callback's own HandleTimeout runs entries of this call's range, this call runs
     // fewer than `budget`: "up to".)
-    const BatchEntry* const entries = m_batch.data();
-    const std::size_t available = m_batch.size() - m_batchPosition;
+    const BatchEntry* const entries = m_batch.Data();
+    const std::size_t available = m_batch.Size() - m_batchPosition;
     const std::size_t end = m_batchPosition + (budget < available ? budget : available);
     ITimerQueueMonitor* const monitor = m_monitor;
     std::size_t handled = 0;
@@ -248,52 +255,65 @@ class BasicTimerQueue : public IManageTimerQueue {
       throw std::logic_error("EndTimeoutHandling without a matching BeginTimeoutHandling");
     }
     // Only released records (destroyed during the dispatch, one-shots) are freed here, once no
-    // entry left in the batch names them; with none, the dispatched entries are not walked again.
+    // entry left in the batch names them (a record named twice is freed after its last entry);
+    // the batch itself is not walked again.
     const std::uint64_t firstLeft = m_firstBatchEntry + m_batchPosition;
-    if (m_deferredFrees != 0) {
-      for (std::size_t i = 0; i < m_batchPosition; ++i) {
-        const std::uint32_t id = m_batch[i].id;
-        const auto& record = Pool()[id];
-        // A record named twice is freed at its last entry; Free clears the flag, so not twice.
-        if ((record.flags & kHandleReleased) != 0 && record.lastBatchEntry < firstLeft &&
-            !m_scheduler.IsScheduled(id)) {
+    if (!m_deferredFrees.empty()) {
+      std::size_t kept = 0;
+      for (const std::uint32_t id : m_deferredFrees) {
+        if (Pool().LastBatchEntry(id) < firstLeft && !m_scheduler.IsScheduled(id)) {
           FreeRecord(id);
-          --m_deferredFrees;
+        } else {
+          m_deferredFrees[kept++] = id;
         }
       }
+      m_deferredFrees.resize(kept);
     }
     m_firstBatchEntry = firstLeft;
     // Undispatched expiries stay at the front, so they fire first at the next Begin.
-    m_batch.erase(m_batch.begin(), m_batch.begin() + static_cast<std::ptrdiff_t>(m_batchPosition));
+    m_batch.DropFront(m_batchPosition);
     m_batchPosition = 0;
     m_dispatching = false;
-    m_hasLeftovers = !m_batch.empty();
+    m_hasLeftovers = m_batch.Size() != 0;
   }
 
   // Debug aid for tests: verifies the pool, the batch and the schedule agree. Throws
   // std::logic_error naming the values involved.
   void CheckInvariants() const {
+    // The batch's entries name no records (the timed-out copies are all HandleTimeout reads), so
+    // what is checked against it is each record's last batch entry: within the batch's numbers,
+    // each number named by one record at most, and the records the batch names while released
+    // exactly those whose frees are deferred.
     std::size_t pending = 0;
-    std::vector<std::uint32_t> refs(Pool().Size(), 0);
-    std::vector<std::uint64_t> lastEntry(Pool().Size(), 0);
-    for (std::size_t i = 0; i < m_batch.size(); ++i) {
-      ++refs[m_batch[i].id];
-      lastEntry[m_batch[i].id] = m_firstBatchEntry + i;
+    std::vector<std::uint8_t> entryNamed(m_batch.Size(), 0);
+    std::vector<std::uint8_t> freeDeferred(Pool().Size(), 0);
+    for (const std::uint32_t id : m_deferredFrees) {
+      if (id >= Pool().Size() || freeDeferred[id] != 0)
+        Fail("deferred free of record " + std::to_string(id) + " is out of range or listed twice");
+      freeDeferred[id] = 1;
     }
-    std::size_t deferred = 0;
     for (std::uint32_t id = 0; id < Pool().Size(); ++id) {
       const auto& record = Pool()[id];
-      const bool named = record.lastBatchEntry >= m_firstBatchEntry;
-      if ((record.flags & kAllocated) &&
-          (named != (refs[id] != 0) || (named && lastEntry[id] != record.lastBatchEntry))) {
-        Fail("record " + std::to_string(id) + " has last batch entry " +
-             std::to_string(record.lastBatchEntry) + " (the batch starts at " +
-             std::to_string(m_firstBatchEntry) + ") but the batch names it " +
-             std::to_string(refs[id]) + " times, last as " + std::to_string(lastEntry[id]));
+      const std::uint64_t lastBatchEntry = Pool().LastBatchEntry(id);
+      const bool named = (record.flags & kAllocated) && lastBatchEntry >= m_firstBatchEntry;
+      if (named) {
+        const std::uint64_t position = lastBatchEntry - m_firstBatchEntry;
+        if (position >= m_batch.Size() || entryNamed[position] != 0) {
+          Fail("record " + std::to_string(id) + " has last batch entry " +
+               std::to_string(lastBatchEntry) + ", but the batch holds entries " +
+               std::to_string(m_firstBatchEntry) + " to " +
+               std::to_string(m_firstBatchEntry + m_batch.Size() - 1) +
+               " or another record names that entry");
+        }
+        entryNamed[position] = 1;
       }
-      if ((record.flags & (kAllocated | kHandleReleased)) == (kAllocated | kHandleReleased) &&
-          refs[id] != 0) {
-        ++deferred;
+      const bool released =
+          (record.flags & (kAllocated | kHandleReleased)) == (kAllocated | kHandleReleased);
+      if ((released && named) != (freeDeferred[id] != 0)) {
+        Fail("record " + std::to_string(id) + (released ? " (released)" : "") +
+             (named ? " is named by the batch" : " is not named by the batch") +
+             (freeDeferred[id] != 0 ? " but its free is deferred"
+                                    : " but its free is not deferred"));
       }
       const bool handleLive = (record.flags & (kAllocated | kHandleReleased)) == kAllocated;
       if (Pool().HotOf(id).key != (handleLive ? record.generation : kNoHandle)) {
@@ -312,13 +332,9 @@ class BasicTimerQueue : public IManageTimerQueue {
         if (record.active.timer == nullptr)
           Fail("pending record " + std::to_string(id) + " has no timer");
       }
-      if ((record.flags & kHandleReleased) && !isPending && refs[id] == 0) {
+      if ((record.flags & kHandleReleased) && !isPending && !named) {
         Fail("released record " + std::to_string(id) + " was not freed");
       }
-    }
-    if (deferred != m_deferredFrees) {
-      Fail(std::to_string(deferred) + " released records wait in the batch but " +
-           std::to_string(m_deferredFrees) + " frees are deferred");
     }
     if (pending != m_scheduler.Size()) {
       Fail(std::to_string(pending) + " pending records but the schedule holds " +
@@ -340,7 +356,7 @@ class BasicTimerQueue : public IManageTimerQueue {
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
       m_scheduler.Reserve(Pool().Capacity());
-      m_batch.reserve(initialCapacity);
+      m_batch.Reserve(initialCapacity);
     }
   }
 
@@ -351,9 +367,44 @@ class BasicTimerQueue : public IManageTimerQueue {
   const TimerPool<Node>& Pool() const noexcept { return m_scheduler.Pool(); }
 
  private:
+  // The timed-out copy alone (16 bytes): End finds the records to free in m_deferredFrees, so the
+  // batch that Begin writes and HandleTimeout reads back names no record.
   struct BatchEntry {
-    std::uint32_t id;
-    TimerData expired;  // the timed-out copy
+    TimerData expired;
+  };
+
+  // The batch's storage: an array with a count rather than a vector, so that Begin appends
+  // through a local pointer into room reserved up front (a vector's push_back stores its end
+  // after every entry, and the compiler then reloads the pool's arrays, which that store might
+  // alias, for the next one).
+  class Batch {
+   public:
+    std::size_t Size() const noexcept { return m_size; }
+    const BatchEntry* Data() const noexcept { return m_entries.get(); }
+    // Where entries are added, up to the room Reserve made; Added(end) takes them in.
+    BatchEntry* End() noexcept { return m_entries.get() + m_size; }
+    void Added(const BatchEntry* end) noexcept {
+      m_size = static_cast<std::size_t>(end - m_entries.get());
+    }
+    // Room for `count` entries in all (growing at least twofold); the entries are kept.
+    void Reserve(std::size_t count) {
+      if (count <= m_capacity) return;
+      const std::size_t capacity = (std::max)(count, 2 * m_capacity);
+      std::unique_ptr<BatchEntry[]> entries(new BatchEntry[capacity]);
+      std::copy(Data(), Data() + m_size, entries.get());
+      m_entries = std::move(entries);
+      m_capacity = capacity;
+    }
+    // The first `count` entries go; the rest move to the front, in order.
+    void DropFront(std::size_t count) noexcept {
+      std::copy(Data() + count, Data() + m_size, m_entries.get());
+      m_size -= count;
+    }
+
+   private:
+    std::unique_ptr<BatchEntry[]> m_entries;
+    std::size_t m_size = 0;
+    std::size_t m_capacity = 0;
   };
 
   [[noreturn]] static void Fail(const std::string& what) {
@@ -491,6 +542,12 @@ class BasicTimerQueue : public IManageTimerQueue {
     }
   }
 
+  // Out of line and taking the id by value: push_back takes a reference, and inlined into
+  // Begin's loop it had the id stored to memory for every detached timer.
+  TIMERWHEEL_NEVER_INLINE void DeferOneShotFree(std::uint32_t id) noexcept {
+    m_deferredFrees.push_back(id);  // Begin reserved room for every pending one-shot
+  }
+
   void FreeRecord(std::uint32_t id) noexcept {
     Pool().Free(id);
     if (m_monitor) m_monitor->OnTimerDeleted();
@@ -510,14 +567,17 @@ class BasicTimerQueue : public IManageTimerQueue {
   std::uint32_t m_plainCancelLimit = 0;  // the same for CancelTimer: Pool().Size() if no monitor
   Scheduler m_scheduler;                 // owns the record pool
 
-  std::vector<BatchEntry> m_batch;  // timed-out copies, in firing order
+  Batch m_batch;                    // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
   // Entries are numbered from 1 in the order Begin adds them, never reused: m_batch[i] is entry
   // m_firstBatchEntry + i (64 bits: does not wrap).
   std::uint64_t m_firstBatchEntry = 1;
-  std::size_t m_deferredFrees = 0;  // released records the batch still names: End frees them
-  bool m_dispatching = false;       // between a Begin that returned true and End
-  bool m_hasLeftovers = false;      // End left undispatched entries: GetNextTimeout says 0
+  // Released records the batch still names (one-shots that fired, timers destroyed while named by
+  // it): End frees each once no entry left names it.
+  std::vector<std::uint32_t> m_deferredFrees;
+  std::size_t m_pendingOneShots = 0;  // one-shots scheduled: Begin reserves room to defer them
+  bool m_dispatching = false;         // between a Begin that returned true and End
+  bool m_hasLeftovers = false;        // End left undispatched entries: GetNextTimeout says 0
 };
 
 }  // namespace timerwheel::detail

@@ -63,25 +63,33 @@ struct HotRecord {
   Node node{};
 };
 
-// The part touched only when a timer is armed, fired, created or freed: 32 bytes, or 40 with the
-// deadline.
-struct ColdRecord {
+// The part touched only when a timer is armed, fired, created or freed: 32 bytes, aligned to 32
+// so that no record straddles two cache lines (a record at a random index is then one line, not
+// two in half the cases). The heap's: the heap's entries hold the deadline, so its records have
+// room for the last batch entry.
+struct alignas(32) ColdRecord {
   TimerData active;
   // Allocated: the sequence number of the last dispatch-batch entry that named the record (0:
   // none; the queue counts entries from 1, so it knows whether the batch still refers to the
   // record without a count to keep up on every fired timer). Free: the next free record. One
-  // field for both keeps the record at 32 bytes.
+  // field for both.
   std::uint64_t lastBatchEntry = 0;
   std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
   std::uint8_t flags = 0;
 };
 
 // For a scheduler whose order is coarser than deadlines (the wheel's slots): the exact deadline,
-// written by every set, read by UpdateTimer's NewTimeIsSooner/Later. A heap's entries hold it
-// already, so its records are 32 bytes (its Node says kRecordHoldsDeadline = false).
-struct ColdRecordWithDeadline : ColdRecord {
-  Ticks deadline = 0;  // exact set time + timeout, while pending
+// written by every set, read by UpdateTimer's NewTimeIsSooner/Later, in the place of the last
+// batch entry, which the pool then keeps in an array of its own (touched only by dispatch,
+// destroy, allocate and free): a set writes the active data and the deadline, 24 bytes in one
+// line, and a million records are 32 MB, not 40.
+struct alignas(32) ColdRecordWithDeadline {
+  TimerData active;
+  Ticks deadline = 0;            // exact set time + timeout, while pending
+  std::uint32_t generation = 1;  // of the next (or current) handle; bumped on free, never wraps
+  std::uint8_t flags = 0;
 };
+static_assert(sizeof(ColdRecord) == 32 && sizeof(ColdRecordWithDeadline) == 32);
 
 // Node::kRecordHoldsDeadline, true where the Node does not say.
 template <class Node, class = void>
@@ -109,11 +117,17 @@ class TimerPool {
   void Reserve(std::size_t records) {
     m_hot.reserve(records);
     m_cold.reserve(records);
+    if constexpr (kRecordsHoldDeadlines) m_lastBatchEntries.reserve(records);
   }
 
   // Records there is room for without reallocating: schedulers size their own arrays to it.
   std::size_t Capacity() const noexcept {
-    return m_hot.capacity() < m_cold.capacity() ? m_hot.capacity() : m_cold.capacity();
+    std::size_t capacity =
+        m_hot.capacity() < m_cold.capacity() ? m_hot.capacity() : m_cold.capacity();
+    if constexpr (kRecordsHoldDeadlines) {
+      if (m_lastBatchEntries.capacity() < capacity) capacity = m_lastBatchEntries.capacity();
+    }
+    return capacity;
   }
   std::size_t Size() const noexcept { return m_size; }
 
@@ -121,12 +135,18 @@ class TimerPool {
   std::uint32_t Allocate() {
     std::uint32_t id = m_freeHead;
     if (id != kNoIndex) {
-      m_freeHead = static_cast<std::uint32_t>(m_cold[id].lastBatchEntry);  // the next free one
+      m_freeHead = static_cast<std::uint32_t>(LastBatchEntry(id));  // the next free one
     } else {
       if (m_size == kNoIndex) throw std::length_error("timer pool is full");
       m_cold.emplace_back();
       try {
         m_hot.emplace_back();
+        try {
+          if constexpr (kRecordsHoldDeadlines) m_lastBatchEntries.emplace_back();
+        } catch (...) {
+          m_hot.pop_back();
+          throw;
+        }
       } catch (...) {
         m_cold.pop_back();
         throw;
@@ -135,7 +155,7 @@ class TimerPool {
     }
     Cold& cold = m_cold[id];
     cold.flags = kAllocated;
-    cold.lastBatchEntry = 0;
+    LastBatchEntry(id) = 0;
     m_hot[id].key = cold.generation;
     return id;
   }
@@ -156,7 +176,7 @@ class TimerPool {
     // must not come back to life. That costs one record per 2^32 frees of one slot.
     if (record.generation == kLastGeneration) return;
     ++record.generation;
-    record.lastBatchEntry = m_freeHead;  // free: the next free record
+    LastBatchEntry(id) = m_freeHead;  // free: the next free record
     m_freeHead = id;
   }
 
@@ -207,8 +227,48 @@ class TimerPool {
   const Hot& HotOf(std::uint32_t id) const noexcept { return m_hot[id]; }
   Node& NodeOf(std::uint32_t id) noexcept { return m_hot[id].node; }
   const Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
+  // Allocated: the number of the last dispatch-batch entry that named the record (0: none).
+  std::uint64_t& LastBatchEntry(std::uint32_t id) noexcept {
+    if constexpr (kRecordsHoldDeadlines) {
+      return m_lastBatchEntries[id];
+    } else {
+      return m_cold[id].lastBatchEntry;
+    }
+  }
+  std::uint64_t LastBatchEntry(std::uint32_t id) const noexcept {
+    if constexpr (kRecordsHoldDeadlines) {
+      return m_lastBatchEntries[id];
+    } else {
+      return m_cold[id].lastBatchEntry;
+    }
+  }
   Cold& operator[](std::uint32_t id) noexcept { return m_cold[id]; }
   const Cold& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
+
+  // The records through pointers held in locals, for a loop that stores through other pointers:
+  // the compiler cannot tell such stores from the vectors' own members, so through the pool it
+  // would load each vector's data pointer again after every one. Valid until the next Allocate.
+  class Records {
+   public:
+    Node& NodeOf(std::uint32_t id) const noexcept { return m_hot[id].node; }
+    Cold& operator[](std::uint32_t id) const noexcept { return m_cold[id]; }
+    std::uint64_t& LastBatchEntry(std::uint32_t id) const noexcept {
+      if constexpr (kRecordsHoldDeadlines) {
+        return m_lastBatchEntries[id];
+      } else {
+        return m_cold[id].lastBatchEntry;
+      }
+    }
+
+   private:
+    friend class TimerPool;
+    Records(Hot* hot, Cold* cold, std::uint64_t* lastBatchEntries) noexcept
+        : m_hot(hot), m_cold(cold), m_lastBatchEntries(lastBatchEntries) {}
+    Hot* m_hot;
+    Cold* m_cold;
+    std::uint64_t* m_lastBatchEntries;
+  };
+  Records Arrays() noexcept { return {m_hot.data(), m_cold.data(), m_lastBatchEntries.data()}; }
 
   template <class Function>
   void ForEachAllocated(Function&& function) const {
@@ -223,6 +283,9 @@ class TimerPool {
 
   std::vector<Hot> m_hot;
   std::vector<Cold> m_cold;
+  // Where the cold records hold the deadline: each record's last batch entry (ColdRecord's field;
+  // empty otherwise).
+  std::vector<std::uint64_t> m_lastBatchEntries;
   std::uint32_t m_size = 0;  // records in the vectors, kept so that validation does no arithmetic
   std::uint32_t m_freeHead = kNoIndex;
 };

@@ -83,7 +83,7 @@ class WheelScheduler {
   // became due onto the expired list. At most once per slot, so the queue calls it out of line.
   bool MustAdvance(Ticks now) const noexcept { return now >= m_nextAdvanceAt; }
   TIMERWHEEL_ALWAYS_INLINE void AdvanceTo(Ticks now) noexcept {
-    if (MustAdvance(now)) AdvanceCursor(now);
+    if (MustAdvance(now)) AdvanceCursor</*kMarkExpired=*/true>(now);
   }
 
   // Nothing is ever left out of order (the queue's Settle step is the heap's).
@@ -134,14 +134,18 @@ class WheelScheduler {
 
   template <class OnDue>
   void DetachDue(Ticks now, OnDue&& onDue) {
-    AdvanceTo(now);
+    // The slots that became due are spliced onto the expired list without marking their records
+    // as expired: the walk below marks every record of that list as not scheduled, and nothing
+    // reads a record's list in between (one pass over the due records fewer).
+    if (MustAdvance(now)) AdvanceCursor</*kMarkExpired=*/false>(now);
     // The whole expired list goes: walk it once and drop it, rather than unlink each timer.
     // onDue must not touch the schedule (the queue's copies the record's data into its batch).
     std::uint32_t id = Expired().head;
     Expired() = List{};
-    std::size_t detached = 0;  // m_size is updated once: onDue's stores might alias it
+    std::size_t detached = 0;              // m_size is updated once: onDue's stores might alias it
+    const auto records = m_pool.Arrays();  // and the records' array is not reloaded either
     while (id != kNoIndex) {
-      Node& node = m_pool.NodeOf(id);
+      Node& node = records.NodeOf(id);
       const std::uint32_t next = node.next;
       node.list = kNotScheduled;
       ++detached;
@@ -234,7 +238,10 @@ class WheelScheduler {
     Unlink(m_slots[m_pool.NodeOf(id).list], id);
   }
 
-  // Moves every slot that is due at `now` to the expired list, in slot order.
+  // Moves every slot that is due at `now` to the expired list, in slot order. kMarkExpired:
+  // whether the moved records are marked as being in the expired list (not when the caller
+  // detaches the whole list at once: DetachDue).
+  template <bool kMarkExpired>
   TIMERWHEEL_NEVER_INLINE void AdvanceCursor(Ticks now) noexcept {
     const Ticks newCursor = now / m_granularity;
     // Only slots in (cursor, cursor + N] can hold timers; visit the occupied ones in order.
@@ -244,7 +251,7 @@ class WheelScheduler {
       if (found == SlotBitmap::kNotFound) break;
       const Ticks slot = m_cursor + 1 + ((found - first) & m_slotMask);
       if (slot > newCursor) break;
-      MoveSlotToExpired(static_cast<std::uint32_t>(found));
+      MoveSlotToExpired<kMarkExpired>(static_cast<std::uint32_t>(found));
     }
     m_cursor = newCursor;
     m_nextAdvanceAt = newCursor * m_granularity + m_granularity;
@@ -252,12 +259,15 @@ class WheelScheduler {
     if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
+  template <bool kMarkExpired>
   void MoveSlotToExpired(std::uint32_t index) noexcept {
     List& slot = m_slots[index];
     m_occupied.Clear(index);
     if (slot.head == kNoIndex) return;  // a stale occupancy bit
-    for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
-      m_pool.NodeOf(id).list = m_expiredList;
+    if constexpr (kMarkExpired) {
+      for (std::uint32_t id = slot.head; id != kNoIndex; id = m_pool.NodeOf(id).next) {
+        m_pool.NodeOf(id).list = m_expiredList;
+      }
     }
     // Splice the whole slot onto the tail of the expired list.
     List& expired = Expired();

@@ -836,12 +836,18 @@ void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
 void ConnectionCore::DrawKeepaliveJitter() {
   // Connections opened together would keep their keepalive rounds in step for ever, and a
   // round of 100k PINGs and answers within a second overflows a receiver (issue 18). Each round
-  // is up to an eighth shorter, drawn afresh per round (not per re-arm, so that the re-arms of
-  // one millisecond still cost one timer operation). xorshift64: no quality needed, only spread.
+  // is a 32nd to a 32nd plus an eighth shorter, drawn afresh per round (not per re-arm, so that
+  // the re-arms of one millisecond still cost one timer operation). The 32nd is the answering
+  // side's slack: it learns it is heard from the PING after next, so two rounds must take less
+  // than its idle timeout (twice the interval) by more than a PING's lateness; with no floor,
+  // two rounds of almost no jitter left none, and a million idle connections on two cores drew
+  // 32 liveness PINGs a second at the idle deadline (OnTimer). xorshift64: no quality needed,
+  // only spread.
   m_jitterState ^= m_jitterState << 13;
   m_jitterState ^= m_jitterState >> 7;
   m_jitterState ^= m_jitterState << 17;
-  m_keepaliveShortening = KeepaliveInterval() * (m_jitterState & 1023) / 8192;
+  const Microseconds interval = KeepaliveInterval();
+  m_keepaliveShortening = interval / 32 + interval * (m_jitterState & 1023) / 8192;
 }
 
 void ConnectionCore::UpdateLossTimer(Microseconds now) {

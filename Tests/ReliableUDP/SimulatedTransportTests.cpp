@@ -90,6 +90,21 @@ struct ManyConnections {
   bool established = false;
 };
 
+// `count` connections from one client host to one server host, default options, on a network of
+// their own: the keepalive tests' set-up.
+struct OneServerManyClients {
+  OneServerManyClients(unsigned seed, std::size_t count)
+      : network(seed),
+        server(network.AddHost(9000, ServerOptions())),
+        client(network.AddHost(9001)),
+        connections(network, server, client, count) {}
+
+  SimulatedNetwork network;
+  SimulatedHost& server;
+  SimulatedHost& client;
+  const ManyConnections connections;
+};
+
 // Waits for the end reason of a connection.
 struct CloseWatch {
   explicit CloseWatch(Connection& connection) {
@@ -411,12 +426,11 @@ TEST_CASE("keepalives lost for 20 s draw a few probes, not a doubling train, and
 
 TEST_CASE("keepalive rounds of connections opened together drift apart",
           "[rudp][sim][liveness][keepalive]") {
-  SimulatedNetwork network(15);
-  SimulatedHost& server = network.AddHost(9000, ServerOptions());
-  SimulatedHost& client = network.AddHost(9001);
   constexpr int kConnections = 200;
-  const ManyConnections connections(network, server, client, kConnections);
-  REQUIRE(connections.established);
+  OneServerManyClients hosts(15, kConnections);
+  REQUIRE(hosts.connections.established);
+  SimulatedNetwork& network = hosts.network;
+  SimulatedHost& client = hosts.client;
   const Microseconds opened = network.Now();
   // The client's datagrams (PINGs: nothing else is sent) per 100 ms, from the fourth round on.
   std::map<Microseconds, int> perTenth;
@@ -447,12 +461,12 @@ TEST_CASE("keepalive rounds of connections opened together drift apart",
 // own to that ACK, which the client acknowledged: three datagrams a round, two into the server.)
 TEST_CASE("an idle connection's keepalive round is one PING in and one ACK out",
           "[rudp][sim][liveness][keepalive]") {
-  SimulatedNetwork network(16);
-  SimulatedHost& server = network.AddHost(9000, ServerOptions());
-  SimulatedHost& client = network.AddHost(9001);
   constexpr int kConnections = 50;
-  const ManyConnections connections(network, server, client, kConnections);
-  REQUIRE(connections.established);
+  OneServerManyClients hosts(16, kConnections);
+  REQUIRE(hosts.connections.established);
+  SimulatedNetwork& network = hosts.network;
+  SimulatedHost& server = hosts.server;
+  SimulatedHost& client = hosts.client;
   network.RunFor(20 * kSecond);  // past the handshake's traffic and the first round
   std::uint64_t clientDatagrams = 0, serverDatagrams = 0;
   network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,

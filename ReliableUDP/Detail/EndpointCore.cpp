@@ -76,8 +76,8 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
   }
   if (header.type == PacketType::Reset) return OnReset(from, header);
 
-  const auto found = m_byId.find(header.destination);
-  if (found == m_byId.end()) {
+  const std::uint32_t slot = m_byId.Find(header.destination);
+  if (slot == ConnectionIdTable::kNotFound) {
     ++stats.droppedUnknownConnection;
     // A peer still sending to a connection we no longer have (aborted, or lost in a restart):
     // tell it, so that it ends now instead of after its idle timeout.
@@ -86,7 +86,6 @@ void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std
     }
     return;
   }
-  const std::uint32_t slot = found->second;
   const std::shared_ptr<ConnectionCore> connection = m_slots[slot].connection;
   if (connection->Remote() != from) {
     // No migration: a known ID from another address is an off-path guess or a rebinding.
@@ -304,7 +303,7 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
       std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Server, id, from,
                                        ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
-  m_byId.emplace(id, slot);
+  m_byId.Insert(id, slot);
   m_byHandshake.emplace(HandshakeKey{from, clientId}, slot);
   m_slots[slot].inHandshakeMap = true;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
@@ -440,7 +439,7 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
                                        ConnectionSlot{slot, m_slots[slot].generation});
   m_slots[slot].connection = connection;
   m_connects.emplace(slot, std::move(completion));
-  m_byId.emplace(id, slot);
+  m_byId.Insert(id, slot);
   ++m_context.stats.connectionsOpen;
   m_admission.OnOpened();
   connection->StartClient(m_io.Now());
@@ -500,7 +499,7 @@ void EndpointCore::HandleEvents(std::uint32_t slot) {
 void EndpointCore::Retire(std::uint32_t slot) {
   Slot& entry = m_slots[slot];
   const auto& connection = entry.connection;
-  m_byId.erase(connection->LocalId());
+  m_byId.Erase(connection->LocalId());
   if (!IsNullResetToken(connection->PeerResetToken())) {
     const auto token = m_byResetToken.find(ResetTokenPrefix(connection->PeerResetToken()));
     if (token != m_byResetToken.end() && token->second == slot) m_byResetToken.erase(token);
@@ -622,7 +621,7 @@ void ShrinkMap(Map& map) {
 }  // namespace
 
 void EndpointCore::ShrinkTables() {
-  ShrinkMap(m_byId);
+  m_byId.ShrinkIfSparse();
   ShrinkMap(m_byHandshake);
   ShrinkMap(m_byResetToken);
   // The connection table: slots are never moved (timers carry their index), but free ones at
@@ -643,8 +642,8 @@ void EndpointCore::ShrinkTables() {
 EndpointCore::TableSizes EndpointCore::Tables() const {
   TableSizes sizes;
   sizes.slots = m_slots.size();
-  sizes.connectionIds = m_byId.size();
-  sizes.connectionIdBuckets = m_byId.bucket_count();
+  sizes.connectionIds = m_byId.Size();
+  sizes.connectionIdBuckets = m_byId.Capacity();
   sizes.handshakes = m_byHandshake.size();
   sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
   sizes.retiredHandshakes = m_retiredHandshakes.Size();
@@ -656,8 +655,8 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
 }
 
 ConnectionCore* EndpointCore::FindConnection(ConnectionId localId) noexcept {
-  const auto found = m_byId.find(localId);
-  return found == m_byId.end() ? nullptr : m_slots[found->second].connection.get();
+  const std::uint32_t slot = m_byId.Find(localId);
+  return slot == ConnectionIdTable::kNotFound ? nullptr : m_slots[slot].connection.get();
 }
 
 std::uint32_t EndpointCore::AllocateSlot() {
@@ -676,7 +675,7 @@ std::uint32_t EndpointCore::AllocateSlot() {
 ConnectionId EndpointCore::NewConnectionId() {
   for (;;) {
     const ConnectionId id = IdOfShard(m_context.connectionIds.Next(), m_shard.index, m_shard.count);
-    if (m_byId.find(id) == m_byId.end()) return id;
+    if (!m_byId.Contains(id)) return id;
   }
 }
 

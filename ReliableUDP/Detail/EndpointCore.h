@@ -10,6 +10,7 @@
 
 #include "ReliableUDP/Detail/AdmissionControl.h"
 #include "ReliableUDP/Detail/ConnectionCore.h"
+#include "ReliableUDP/Detail/ConnectionIdTable.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
@@ -185,7 +186,7 @@ class EndpointCore final : public ITimer {
   bool m_shutDown = false;
   std::vector<Slot> m_slots;
   std::vector<std::uint32_t> m_freeSlots;
-  std::unordered_map<ConnectionId, std::uint32_t> m_byId;
+  ConnectionIdTable m_byId;
   std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
   // Keyed handshakes whose connection ended within its cookie's lifetime: a replay is dropped.
   RetiredHandshakes m_retiredHandshakes;

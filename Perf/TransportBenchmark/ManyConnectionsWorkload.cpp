@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -41,6 +42,13 @@ namespace timerwheel::perf {
 
 using Udp = boost::asio::ip::udp;
 
+namespace {
+// Set by the SIGTERM that ends the clients' process when the server's window is over: the
+// clients then print their side of any lost connection before they exit.
+volatile std::sig_atomic_t g_windowOver = 0;
+extern "C" void OnWindowOver(int) { g_windowOver = 1; }
+}  // namespace
+
 int RunClients(std::uint16_t port, std::size_t count, double rate, double seconds,
                const rudp::EndpointOptions& liveness) {
   // The clients stand for separate hosts: one socket per kConnectionsPerSocket connections
@@ -56,6 +64,7 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
     threads.emplace_back([&io] { io.run(); });
   }
   int exitCode = 0;
+  std::signal(SIGTERM, OnWindowOver);
   {
     const std::size_t sockets = (count + kConnectionsPerSocket - 1) / kConnectionsPerSocket;
     std::vector<std::unique_ptr<rudp::Endpoint>> endpoints;
@@ -112,7 +121,7 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
       const double perSecond = rate * static_cast<double>(connections.size());
       std::vector<std::uint8_t> message(64, 0);
       std::uint64_t n = 0;
-      while (Clock::now() < end) {
+      while (Clock::now() < end && g_windowOver == 0) {
         std::this_thread::sleep_until(start + std::chrono::duration<double>(n / perSecond));
         const std::uint64_t stamp = NowMicroseconds();
         auto buffer = std::make_shared<std::vector<std::uint8_t>>(message);
@@ -122,8 +131,39 @@ int RunClients(std::uint16_t port, std::size_t count, double rate, double second
         ++n;
       }
     } else {
-      std::this_thread::sleep_until(end);
+      while (Clock::now() < end && g_windowOver == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     }
+    // The clients' side of any connection lost: which end gave up, and on what.
+    std::uint64_t open = 0, resetsReceived = 0, resetsSent = 0, unknown = 0;
+    for (const auto& endpoint : endpoints) {
+      const auto statistics = endpoint->GetStatistics();
+      open += statistics.connectionsOpen;
+      resetsReceived += statistics.statelessResetsReceived;
+      resetsSent += statistics.statelessResetsSent;
+      unknown += statistics.droppedUnknownConnection;
+    }
+    std::uint64_t probeTimeouts = 0, deadlinesFired = 0;
+    for (const auto& connection : connections) {
+      const auto statistics = connection->GetStatistics();
+      probeTimeouts += statistics.probeTimeouts;
+      deadlinesFired +=
+          statistics.timerFired[static_cast<unsigned>(rudp::TimerKind::ConnectionDeadline)];
+    }
+    std::fprintf(
+        stderr,
+        "clients: %llu of %zu connections open at the end; since connecting: PTOs %llu, "
+        "connection deadlines fired %llu, stateless resets received %llu and sent %llu, datagrams "
+        "for unknown connections %llu\n",
+        static_cast<unsigned long long>(open), connections.size(),
+        static_cast<unsigned long long>(probeTimeouts),
+        static_cast<unsigned long long>(deadlinesFired),
+        static_cast<unsigned long long>(resetsReceived),
+        static_cast<unsigned long long>(resetsSent), static_cast<unsigned long long>(unknown));
+    // Ended by the server (its window is over): what it measured is done, and closing a
+    // million connections here would only hold it up.
+    if (g_windowOver != 0) std::_Exit(0);
     connections.clear();
     for (auto& endpoint : endpoints) endpoint->Close();
   }

@@ -687,10 +687,13 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
         // idle timeout is two keepalive intervals, and our proof lags the peer's PINGs by one.
         // One PING, acknowledged at once, tells a live peer from a path that stopped carrying
         // our packets. The answer gets as long as a keepalive's (the PING-only flight's probe
-        // floor), not a PTO: an overloaded peer answers late (1M connections on 2 cores: a PTO's
-        // grace lost 5 live connections in 10 minutes, in 14,873 such PINGs).
+        // delay), not a PTO, and then as long again for the probe that delay sends: an
+        // overloaded peer answers late, and an overloaded receiver (ours) drops answers. With one
+        // delay, the answer's loss was the connection's end: 1M connections on 2 cores lost 195
+        // to 2,212 live ones a minute that way, in the minute after connecting, when the server's
+        // socket overflowed (Perf/RESULTS.md, issue 18).
         m_livenessGraceUsed = true;
-        m_idleDeadline = now + std::max(m_loss.ProbeTimeout(), KeepaliveInterval() / 4);
+        m_idleDeadline = now + 2 * std::max(m_loss.ProbeTimeout(), KeepaliveInterval() / 4);
         m_pingPending = true;
         Flush(now);
         ArmDeadlineTimer(now);

@@ -350,10 +350,11 @@ TEST_CASE("a one-way stream outlasting the idle timeout keeps both sides open",
 }
 
 // The side whose packets no longer arrive still hears the peer, so at its idle deadline it grants
-// one PING a quarter of the keepalive interval to be answered (ConnectionCore::OnTimer).
+// one PING twice a quarter of the keepalive interval to be answered, time for the PING and the
+// probe of it (ConnectionCore::OnTimer).
 TEST_CASE(
-    "when the link fails one way both sides time out within the idle timeout and a keepalive's "
-    "probe delay",
+    "when the link fails one way both sides time out within the idle timeout and two of a "
+    "keepalive's probe delays",
     "[rudp][sim][liveness]") {
   const bool serverToClientFails = GENERATE(true, false);
   CAPTURE(serverToClientFails);
@@ -378,13 +379,54 @@ TEST_CASE(
   REQUIRE(serverWatch.ended);
   CHECK(clientWatch.reason == Error::TimedOut);
   CHECK(serverWatch.reason == Error::TimedOut);
-  // Idle timeout 30 s, a quarter of the 15 s keepalive interval 3.75 s; the PTO here is 10 ms
-  // delay * 2 + margins: well under a second.
-  const Microseconds bound = 30 * kSecond + 3 * kSecond + 3 * kSecond / 4 + kSecond;
+  // Idle timeout 30 s, twice a quarter of the 15 s keepalive interval 7.5 s; the PTO here is
+  // 10 ms delay * 2 + margins: well under a second.
+  const Microseconds bound = 30 * kSecond + 7 * kSecond + kSecond / 2 + kSecond;
   CHECK(clientEnded - failedAt <= bound);
   CHECK(serverEnded - failedAt <= bound);
   CHECK(pair.client.Statistics().connectionsOpen == 0);
   CHECK(pair.server.Statistics().connectionsOpen == 0);
+}
+
+// Issue 18: at the idle deadline, a peer that still talks gets one PING; if that PING's answer is
+// lost (an overloaded receiver's socket overflowed), the PING's probe must still get through
+// before the connection is given up. With one probe delay of grace, the probe and the deadline
+// came together, and a lost answer ended a live connection.
+TEST_CASE("a lost answer to the PING at the idle deadline does not end a live connection",
+          "[rudp][sim][liveness][keepalive]") {
+  SimulatedNetwork network(16);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  REQUIRE(pair.Exchange(network, 20));
+  network.RunFor(kSecond);  // the last ACKs arrive: nothing but keepalives will be in flight
+
+  // The client's next keepalive reaches the server (the server has heard it since its last
+  // proof); everything after it from the client is lost, so no proof comes.
+  bool clientSent = false;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,
+                    const std::vector<std::uint8_t>&) {
+    if (from == pair.client.Address()) clientSent = true;
+  };
+  REQUIRE(network.RunFor(20 * kSecond, [&] { return clientSent; }));
+  network.tap = nullptr;
+  network.Link(pair.client.Address(), pair.server.Address()).down = true;
+
+  CloseWatch serverWatch(*pair.serverSide);
+  const auto deadlineFires = [&] {
+    return pair.serverSide->GetStatistics()
+        .timerFired[static_cast<unsigned>(rudp::TimerKind::ConnectionDeadline)];
+  };
+  const auto firedBefore = deadlineFires();
+  const auto probesBefore = pair.serverSide->GetStatistics().probeTimeouts;
+  // The server's idle deadline: its PING goes out, and the client's answer is lost too.
+  REQUIRE(network.RunFor(40 * kSecond, [&] { return deadlineFires() > firedBefore; }));
+  network.RunFor(kSecond);
+  network.Link(pair.client.Address(), pair.server.Address()).down = false;
+  network.RunFor(20 * kSecond);
+
+  CHECK(pair.serverSide->GetStatistics().probeTimeouts > probesBefore);  // the PING's probe
+  CHECK_FALSE(serverWatch.ended);
+  CHECK(pair.Exchange(network, 5));
 }
 
 // Issue 18: an overloaded receiver that drops the answers to keepalives must not draw a doubling

@@ -48,7 +48,9 @@ struct EndpointOptions {
   Milliseconds maxAckDelay =
       5;  // how long an ACK may be delayed (the timer's granularity is added when advertised)
   Milliseconds keepaliveInterval = 15'000;  // a PING after this long without sending anything
-  Milliseconds idleTimeout = 30'000;  // nothing received for this long (and >= 3 PTOs): TimedOut
+  // No sign for this long (and >= 3 PTOs) that the peer hears us: TimedOut, after one PING's
+  // grace if it still talks to us (docs/reliable-udp.md, "Idle timeout").
+  Milliseconds idleTimeout = 30'000;
   Milliseconds handshakeTimeout = 10'000;  // AsyncConnect gives up with TimedOut
   Milliseconds cookieWindow = 10'000;      // a handshake cookie is valid for one to two windows
 

@@ -1,8 +1,9 @@
 // The endpoint's map from a local connection ID to the slot of its connection: looked up for
 // every datagram that arrives, so it is a flat open-addressing table rather than a node-based
-// std::unordered_map. At a million idle connections the lookup was a tenth of the server's CPU
-// (Perf/RESULTS.md, issue 18): the map's bucket, the node before the match and the node itself
-// were each a cache miss, where a probe here reads one 16-byte entry, nearly always in one line.
+// std::unordered_map. At a million idle connections the map's lookup drew 10-17 % of the server
+// thread's profile samples (Perf/RESULTS.md, issue 18): its bucket, the node before the match and
+// the node itself were each a cache miss, where a probe here reads one 16-byte entry, nearly
+// always in one line.
 #pragma once
 
 #include <cstddef>

@@ -57,8 +57,7 @@ bool WouldBlock(const boost::system::error_code& error) {
 void Configure(Udp::socket& socket) {
   boost::system::error_code ignored;  // all best effort
   socket.non_blocking(true, ignored);
-  socket.set_option(Udp::socket::receive_buffer_size(kSocketBufferBytes), ignored);
-  socket.set_option(Udp::socket::send_buffer_size(kSocketBufferBytes), ignored);
+  udp::SetSocketBufferSizes(socket, kSocketBufferBytes, kSocketBufferBytes);
   // Otherwise an ICMP report caused by one send fails the next receive. If it cannot be turned
   // off the relay still works (receive errors are counted and the receive re-armed): say so.
   if (const auto icmp = udp::DisableIcmpErrorReports(socket); icmp.error) {

@@ -147,9 +147,8 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     m_socket.open(local.protocol());
     m_socket.bind(local);
     m_socket.non_blocking(true);
-    boost::system::error_code ignored;  // the OS may cap these; it is not an error
-    m_socket.set_option(Udp::socket::receive_buffer_size(options.socketReceiveBufferSize), ignored);
-    m_socket.set_option(Udp::socket::send_buffer_size(options.socketSendBufferSize), ignored);
+    m_bufferSizes = udp::SetSocketBufferSizes(m_socket, options.socketReceiveBufferSize,
+                                              options.socketSendBufferSize);
     // If it fails the socket still works: the receive errors ICMP reports cause are counted and
     // the receive re-armed (OnReceive). Said once, as the library's default error handler does.
     if (const auto icmp = udp::DisableIcmpErrorReports(m_socket); icmp.error) {
@@ -202,6 +201,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       }
       std::lock_guard<std::mutex> lock(m_socketMutex);
       m_closed = true;
+      m_receiveBufferDrops = udp::ReceiveBufferDrops(m_socket);  // the count goes with the socket
       boost::system::error_code ignored;
       m_socket.close(ignored);  // the pending receives complete with operation_aborted
       m_receiveBackoff.Cancel();
@@ -263,7 +263,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         if (receiver->batch) AddCounters(counters, receiver->batch->Counters());
       }
       total.receiveErrorsIgnored += m_receiveErrors;
+      total.droppedSocketBufferFull =
+          m_closed ? m_receiveBufferDrops : udp::ReceiveBufferDrops(m_socket);
     }
+    total.socketReceiveBufferBytes = static_cast<std::uint64_t>(m_bufferSizes.receive);
+    total.socketSendBufferBytes = static_cast<std::uint64_t>(m_bufferSizes.send);
     total.admissionAddresses = m_admission->TrackedAddresses();  // shared: not a sum
     total.sendSystemCalls = counters.sendCalls;
     total.receiveSystemCalls = counters.receiveCalls;
@@ -763,6 +767,8 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   // Set under every shard's mutex and m_socketMutex: read under either.
   bool m_closed = false;
   std::uint64_t m_receiveErrors = 0;  // under m_socketMutex
+  std::uint64_t m_receiveBufferDrops = 0;  // the socket's last count, read as it closed
+  udp::SocketBufferSizes m_bufferSizes;    // as granted; set once, before any thread sees it
   bool m_reading = false;             // a receiver reads or waits (under m_socketMutex)
   bool m_moreToRead = false;          // the last read filled its batch (under m_socketMutex)
   udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // under m_socketMutex

@@ -51,6 +51,8 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
           "maxReceiveMemory must be at least receiveWindow + 2 * maxDatagramSize");
   Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
   Require(options.shards >= 1 && options.shards <= 64, "shards must be in [1, 64]");
+  Require(options.socketReceiveBufferSize >= 1 && options.socketSendBufferSize >= 1,
+          "socketReceiveBufferSize and socketSendBufferSize must be at least 1 byte");
   Require(options.clientToken.size() <= detail::kMaxClientTokenSize,
           "clientToken must be at most 512 bytes");
   const bool pinned = std::any_of(options.serverPublicKey.begin(), options.serverPublicKey.end(),

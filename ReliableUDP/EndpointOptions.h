@@ -62,7 +62,11 @@ struct EndpointOptions {
   Milliseconds timerGranularity = 1;           // the wheel's slot width
   ITimerQueueMonitor* timerMonitor = nullptr;  // not owned; outlives the endpoint
 
-  // Socket (requested; the OS may grant less).
+  // Socket buffers (requested; the OS may grant less: EndpointStatistics says what it granted).
+  // On Linux `net.core.rmem_max`/`wmem_max` cap a request; a process with CAP_NET_ADMIN gets
+  // more than the cap (SO_RCVBUFFORCE). A server that takes bursts from many peers (a million
+  // connections' keepalives meeting their handshakes) needs more than the default: a full buffer
+  // drops datagrams (EndpointStatistics::droppedSocketBufferFull), and each lost PING is a probe.
   int socketReceiveBufferSize = 4 << 20;
   int socketSendBufferSize = 4 << 20;
 

@@ -176,6 +176,12 @@ struct EndpointStatistics {
   std::uint64_t segmentedSends = 0;      // sends that carried several datagrams (GSO)
   std::uint64_t coalescedReceives = 0;   // receives that held several datagrams (GRO)
   std::uint64_t offloadRefusals = 0;     // GSO or GRO refused by the kernel, then off
+  // Datagrams the OS dropped before we could read them, because the socket's receive buffer was
+  // full (Linux; 0 where the OS does not say): a receiver that cannot keep up. The buffers'
+  // sizes as granted, in the units of EndpointOptions::socketReceiveBufferSize.
+  std::uint64_t droppedSocketBufferFull = 0;
+  std::uint64_t socketReceiveBufferBytes = 0;
+  std::uint64_t socketSendBufferBytes = 0;
   // Threads (EndpointOptions::shards): time the endpoint's threads spent waiting for a shard's
   // lock, or for their turn to hand a shard datagrams read after others, summed over threads.
   std::uint64_t lockWaitMicroseconds = 0;

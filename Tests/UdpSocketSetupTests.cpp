@@ -3,11 +3,53 @@
 #include <boost/asio/ip/udp.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "ReliableUDP/Endpoint.h"
 #include "UdpSocket/UdpSocketSetup.h"
 
 using namespace timerwheel::udp;
+namespace rudp = timerwheel::rudp;
 using Udp = boost::asio::ip::udp;
+
+namespace {
+
+const Udp::endpoint kAnyLoopback(boost::asio::ip::address_v4::loopback(), 0);
+
+#ifdef __linux__
+// A figure from /proc (a sysctl, or a field of this process's status line), or -1.
+long long ReadProcNumber(const char* path) {
+  std::ifstream file(path);
+  long long value = -1;
+  file >> value;
+  return file ? value : -1;
+}
+
+// Whether this process may exceed net.core.rmem_max (CAP_NET_ADMIN, bit 12 of CapEff).
+bool HasNetAdmin() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> 12) & 1;
+  }
+  return false;
+}
+#endif
+
+// Sends `count` datagrams of `size` bytes to `to` from a socket of its own. On loopback each
+// is in the receiver's buffer, or dropped, when send_to returns.
+void SendDatagrams(boost::asio::io_context& io, const Udp::endpoint& to, int count,
+                   std::size_t size) {
+  Udp::socket sender(io, kAnyLoopback);
+  const std::vector<std::uint8_t> bytes(size, 0x5a);
+  for (int i = 0; i < count; ++i) sender.send_to(boost::asio::buffer(bytes), to);
+}
+
+}  // namespace
 
 TEST_CASE("ICMP error reports can be turned off on a bound UDP socket", "[udp]") {
   boost::asio::io_context io;
@@ -55,4 +97,69 @@ TEST_CASE("a run of receive errors is re-armed at once, then with a growing dela
     io.run_for(std::chrono::milliseconds(200));  // runs the cancelled wait's handler
     CHECK(rearmed == static_cast<int>(ReceiveErrorBackoff::kImmediateRetries));
   }
+}
+
+TEST_CASE("socket buffers are granted as asked, and over the OS's cap never fail", "[udp]") {
+  boost::asio::io_context io;
+  Udp::socket socket(io, kAnyLoopback);
+  const SocketBufferSizes small = SetSocketBufferSizes(socket, 96 << 10, 80 << 10);
+#ifdef __linux__
+  CHECK(small.receive == 96 << 10);  // under any cap: granted
+  CHECK(small.send == 80 << 10);
+  const long long cap = ReadProcNumber("/proc/sys/net/core/rmem_max");
+  REQUIRE(cap > 0);
+  if (cap > (1 << 28)) return;  // a cap this high: nothing to go beyond
+  const int over = static_cast<int>(cap) + (1 << 20);
+  const SocketBufferSizes large = SetSocketBufferSizes(socket, over, 80 << 10);
+  // With CAP_NET_ADMIN the cap does not apply (SO_RCVBUFFORCE); without it, the cap is granted.
+  CAPTURE(cap, HasNetAdmin());
+  CHECK(large.receive == (HasNetAdmin() ? over : cap));
+#else
+  CHECK(small.receive >= 96 << 10);
+  CHECK(small.send >= 80 << 10);
+#endif
+}
+
+TEST_CASE("datagrams a full receive buffer drops are counted", "[udp]") {
+  boost::asio::io_context io;
+  Udp::socket receiver(io, kAnyLoopback);
+  SetSocketBufferSizes(receiver, 4096, 4096);  // the OS's smallest: a few datagrams
+  const int sent = 200;
+  SendDatagrams(io, receiver.local_endpoint(), sent, 1000);
+  int received = 0;
+  receiver.non_blocking(true);
+  std::vector<std::uint8_t> buffer(2000);
+  boost::system::error_code error;
+  Udp::endpoint from;
+  while (receiver.receive_from(boost::asio::buffer(buffer), from, 0, error) > 0 && !error) {
+    ++received;
+  }
+#ifdef __linux__
+  CHECK(received > 0);
+  CHECK(ReceiveBufferDrops(receiver) == static_cast<std::uint64_t>(sent - received));
+#else
+  CHECK(ReceiveBufferDrops(receiver) == 0);  // not reported
+#endif
+}
+
+TEST_CASE("an endpoint reports its socket buffers and the datagrams its full socket dropped",
+          "[udp][rudp]") {
+  boost::asio::io_context io;  // not run: nothing reads the socket
+  rudp::EndpointOptions options;
+  options.socketReceiveBufferSize = 4096;
+  rudp::Endpoint endpoint(io, kAnyLoopback, options);
+  SendDatagrams(io, endpoint.LocalEndpoint(), 200, 1000);
+  const rudp::EndpointStatistics before = endpoint.GetStatistics();
+  CHECK(before.socketReceiveBufferBytes >= 4096);
+  CHECK(before.socketSendBufferBytes > 0);
+#ifdef __linux__
+  CHECK(before.droppedSocketBufferFull > 100);
+#endif
+  endpoint.Close();
+  // The count outlives the socket.
+  CHECK(endpoint.GetStatistics().droppedSocketBufferFull == before.droppedSocketBufferFull);
+
+  rudp::EndpointOptions invalid;
+  invalid.socketReceiveBufferSize = 0;
+  CHECK_THROWS_AS(rudp::Endpoint(io, kAnyLoopback, invalid), std::invalid_argument);
 }

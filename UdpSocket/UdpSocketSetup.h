@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <cstdint>
 #include <utility>
 
 namespace timerwheel::udp {
@@ -23,6 +24,25 @@ struct IcmpReportsResult {
   const char* what = "";  // the option that failed
 };
 IcmpReportsResult DisableIcmpErrorReports(boost::asio::ip::udp::socket& socket);
+
+// The socket's buffers as granted, in the units of the request (Linux doubles a request, to
+// cover each datagram's bookkeeping, and reports the doubled figure; Asio halves it back).
+struct SocketBufferSizes {
+  int receive = 0;
+  int send = 0;
+};
+
+// Asks for the buffers. Best effort: the OS may grant less, and that is no error. On Linux,
+// where `net.core.rmem_max`/`wmem_max` cap an ordinary request (4 MiB here, 208 KiB by default),
+// a request the cap cut short is made again with SO_RCVBUFFORCE/SO_SNDBUFFORCE, which a process
+// with CAP_NET_ADMIN may make beyond the cap (as quic-go and wireguard-go do); without it that
+// fails and the capped size stays. Returns what was granted.
+SocketBufferSizes SetSocketBufferSizes(boost::asio::ip::udp::socket& socket, int receiveBytes,
+                                       int sendBytes);
+
+// Datagrams the OS dropped because the socket's receive buffer was full, since the socket was
+// opened (Linux: SO_MEMINFO's drop count). 0 where the OS does not say (Windows).
+std::uint64_t ReceiveBufferDrops(boost::asio::ip::udp::socket& socket);
 
 // Re-arms a receive after an error: at once while errors are isolated (an ICMP report is one
 // error for one datagram), then, while errors keep coming with no datagram in between, after a

@@ -5,6 +5,7 @@
 // Usage: TransportBenchmark [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR]
 //                           [--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]...
 //                           [--window S] [--queue wheel|heap|both] [--keepalive MS]
+//                           [--server-buffer MIB]
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
 //                           [--io batched|unbatched|both]
@@ -21,6 +22,8 @@
 //   --queue  the many part's rows with the wheel, the heap (the default: both)
 //   --keepalive  the many part's keepalive interval on both sides, ms (the idle timeout twice
 //            it; default 15 s and 30 s): what an idle server's load scales with
+//   --server-buffer  the many part's server socket receive buffer, MiB (default: 32 bytes per
+//            connection, at least 4 MiB; beyond net.core.rmem_max only with CAP_NET_ADMIN)
 //   --hostile  just the hostile part (= --only hostile): server CPU per attack datagram, and
 //            each attack over loopback sockets beside a legitimate connection
 //   --attacker-nice  the hostile part's attacker thread at nice 19 (on a shared machine it then

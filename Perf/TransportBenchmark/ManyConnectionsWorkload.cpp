@@ -195,14 +195,15 @@ struct ServerWindowTotals {
     std::fprintf(stderr,
                  "many: %s %zu: server timers fired in the window (loss detection, delayed ACK, "
                  "pacing, keepalive, idle): %llu %llu %llu %llu %llu; PTOs %llu, packets lost "
-                 "%llu, datagrams in %llu out %llu, send would-block %llu, system calls: "
-                 "receive %llu send %llu\n",
+                 "%llu, datagrams in %llu out %llu, dropped by the full socket %llu, send "
+                 "would-block %llu, system calls: receive %llu send %llu\n",
                  queue.c_str(), count, delta(fired[0], before.fired[0]),
                  delta(fired[1], before.fired[1]), delta(fired[2], before.fired[2]),
                  delta(fired[3], before.fired[3]), delta(fired[4], before.fired[4]),
                  delta(probeTimeouts, before.probeTimeouts), delta(packetsLost, before.packetsLost),
                  delta(endpoint.datagramsReceived, before.endpoint.datagramsReceived),
                  delta(endpoint.datagramsSent, before.endpoint.datagramsSent),
+                 delta(endpoint.droppedSocketBufferFull, before.endpoint.droppedSocketBufferFull),
                  delta(endpoint.sendWouldBlock, before.endpoint.sendWouldBlock),
                  delta(endpoint.receiveSystemCalls, before.endpoint.receiveSystemCalls),
                  delta(endpoint.sendSystemCalls, before.endpoint.sendSystemCalls));
@@ -311,9 +312,17 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     while (server.GetStatistics().connectionsOpen < count && Clock::now() < connectDeadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a counter
     }
-    std::fprintf(stderr, "many: %s %zu: %zu connected in %.1f s\n", row.queue.c_str(), count,
-                 server.GetStatistics().connectionsOpen,
-                 std::chrono::duration<double>(Clock::now() - connectStart).count());
+    {
+      const rudp::EndpointStatistics connected = server.GetStatistics();
+      std::fprintf(stderr,
+                   "many: %s %zu: %llu connected in %.1f s; server socket: %.1f MiB receive "
+                   "buffer, %llu datagrams dropped by it full\n",
+                   row.queue.c_str(), count,
+                   static_cast<unsigned long long>(connected.connectionsOpen),
+                   std::chrono::duration<double>(Clock::now() - connectStart).count(),
+                   static_cast<double>(connected.socketReceiveBufferBytes) / (1 << 20),
+                   static_cast<unsigned long long>(connected.droppedSocketBufferFull));
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(settle));
     {
       std::lock_guard<std::mutex> lock(mutex);

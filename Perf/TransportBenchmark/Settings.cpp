@@ -79,6 +79,13 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
         return false;
       }
       settings.keepaliveMs = static_cast<std::uint32_t>(ms);
+    } else if (arg == "--server-buffer" && i + 1 < argc) {
+      const long long mib = std::atoll(argv[++i]);
+      if (mib < 1 || mib > 1024) {
+        std::fprintf(stderr, "--server-buffer takes 1 to 1024 MiB, not '%s'\n", argv[i]);
+        return false;
+      }
+      settings.serverReceiveBufferMiB = static_cast<std::uint32_t>(mib);
     } else if (arg == "--seeds" && i + 1 < argc) {
       // After --quick or --full, which set their own.
       settings.seeds = std::atoi(argv[++i]);
@@ -126,7 +133,7 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
           stderr,
           "usage: %s [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR] "
           "[--only latency|bulk|sharing|many|scaling|hostile|loopback]... [--idle N]... "
-          "[--window S] [--queue wheel|heap|both] [--keepalive MS] "
+          "[--window S] [--queue wheel|heap|both] [--keepalive MS] [--server-buffer MIB] "
           "[--hostile] [--attacker-nice] "
           "[--cc bbr|newreno|none]... [--encrypt off|on|both] [--io batched|unbatched|both]\n",
           argv[0]);

@@ -23,6 +23,8 @@ struct Settings {
   // The many part's keepalive interval on both sides, ms (--keepalive; the idle timeout is
   // twice it, the defaults' ratio). 0: the defaults (15 s and 30 s).
   std::uint32_t keepaliveMs = 0;
+  // The many part's server socket receive buffer, MiB; 0: sized for the connection count.
+  std::uint32_t serverReceiveBufferMiB = 0;
   // The scaling part (issue 18): this many connections, each sending scalingRate 64-byte
   // messages per second, to a server run by 1 and then 2 io threads (as many shards).
   // 0 connections: the part is skipped.

@@ -766,11 +766,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   std::mutex m_socketMutex;
   // Set under every shard's mutex and m_socketMutex: read under either.
   bool m_closed = false;
-  std::uint64_t m_receiveErrors = 0;  // under m_socketMutex
+  std::uint64_t m_receiveErrors = 0;       // under m_socketMutex
   std::uint64_t m_receiveBufferDrops = 0;  // the socket's last count, read as it closed
   udp::SocketBufferSizes m_bufferSizes;    // as granted; set once, before any thread sees it
-  bool m_reading = false;             // a receiver reads or waits (under m_socketMutex)
-  bool m_moreToRead = false;          // the last read filled its batch (under m_socketMutex)
+  bool m_reading = false;                  // a receiver reads or waits (under m_socketMutex)
+  bool m_moreToRead = false;               // the last read filled its batch (under m_socketMutex)
   udp::ReceiveErrorBackoff m_receiveBackoff{m_socket.get_executor()};  // under m_socketMutex
   std::vector<std::unique_ptr<Receiver>> m_receivers;
   std::vector<std::unique_ptr<Shard>> m_shards;

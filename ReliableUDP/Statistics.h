@@ -7,7 +7,9 @@
 
 namespace timerwheel::rudp {
 
-// The kinds of per-connection timer (all of them ITimerQueue timers).
+// The kinds of per-connection timer deadline, as ConnectionStatistics counts them. Each is an
+// ITimerQueue timer, except that the keepalive and the connection's deadline share one: it is
+// armed at the earlier of the two (docs/reliable-udp.md, "Timers").
 enum class TimerKind : unsigned {
   LossDetection = 0,  // loss time or probe timeout (and handshake retransmission)
   DelayedAck,

@@ -339,6 +339,8 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     const ServerWindowTotals totalsBefore = serverTotals();
     const std::uint64_t receivedBefore = received;
     const auto firedBefore = monitor.Fired();
+    const auto setBefore = monitor.Set();
+    const auto cancelledBefore = monitor.CancelCalls();
     const std::uint64_t waitBefore = server.GetStatistics().lockWaitMicroseconds;
     const double cpuBefore = ProcessCpuSeconds();
     TIMERWHEEL_CALLGRIND_WINDOW_START();
@@ -349,6 +351,13 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
         static_cast<double>(server.GetStatistics().lockWaitMicroseconds - waitBefore) / 1e6;
     row.lockWaitPercent = cpu > 0 ? 100.0 * waited / cpu : 0;
     const auto fired = monitor.Fired() - firedBefore;
+    std::fprintf(stderr,
+                 "many: %s %zu: server timer operations in the window: %.1f sets/s, %.1f "
+                 "cancels/s, %.1f expiries/s; %llu timers live at the end\n",
+                 row.queue.c_str(), count, static_cast<double>(monitor.Set() - setBefore) / window,
+                 static_cast<double>(monitor.CancelCalls() - cancelledBefore) / window,
+                 static_cast<double>(fired) / window,
+                 static_cast<unsigned long long>(monitor.LiveTimers()));
     const std::uint64_t messages = received - receivedBefore;
     const std::size_t rssAfter = ResidentBytes();
     const std::size_t heapAfter = mallinfo2().uordblks;

@@ -357,9 +357,9 @@ void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseco
   m_loss.SetPingProbeFloor(KeepaliveInterval() / 4);
   m_phase = Phase::Established;
   CancelTimer(TimerKind::LossDetection);
-  RestartIdleTimer(now, now);
   DrawKeepaliveJitter();
-  RestartKeepaliveTimer(now);
+  m_keepaliveDeadline = NextKeepaliveDeadline(now);
+  RestartIdleTimer(now, now);  // arms the deadline timer once, for both
 }
 
 // --- Receiving ---------------------------------------------------------------------------------
@@ -639,11 +639,7 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
   // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
   if (armed == 0 || now / 1000 + 1 < armed) return;
   armed = 0;
-  if (kind == TimerKind::Keepalive && now < m_keepaliveDeadline) {
-    // Left armed early on purpose (KeepaliveMayStay): not a firing, only the rest of the wait.
-    ArmTimer(TimerKind::Keepalive, m_keepaliveDeadline, now);
-    return;
-  }
+  if (kind == TimerKind::ConnectionDeadline) return OnDeadlineTimer(now);
   ++m_stats.timerFired[Index(kind)];
   switch (kind) {
     case TimerKind::LossDetection:
@@ -663,44 +659,56 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
       if (m_phase != Phase::Connecting && m_phase != Phase::Closed) Flush(now);
       break;
     case TimerKind::Keepalive:
-      if (m_phase == Phase::Established || m_phase == Phase::Closing) {
-        ReleaseIdleMemory();  // nothing was sent for a keepalive interval: a quiet moment
-        DrawKeepaliveJitter();
-        m_pingPending = true;
-        Flush(now);
-      }
-      break;
     case TimerKind::ConnectionDeadline:
-      // RFC 9001 6.5: three PTOs after an update, a packet reordered across it has arrived or
-      // been declared lost (and its data resent under the new key): the old key can go.
-      if (PreviousKeyDeadline() != 0 && now >= PreviousKeyDeadline()) {
-        m_cold->previousKeyDeadline = 0;
-        if (m_keys) m_keys->DiscardPreviousKey();
-      }
-      if (now < m_idleDeadline) {
-        ArmDeadlineTimer(now);  // for the idle deadline (or clamped to the maximum timeout)
-      } else if (m_phase == Phase::Draining) {
-        Terminate(m_endReason);
-      } else if (MayProbeLiveness()) {
-        // The peer talks to us but has not acknowledged anything of ours for an idle timeout.
-        // Usually its next PING, carrying the ACK of our last answer, is a little late: the
-        // idle timeout is two keepalive intervals, and our proof lags the peer's PINGs by one.
-        // One PING, acknowledged at once, tells a live peer from a path that stopped carrying
-        // our packets. The answer gets as long as a keepalive's (the PING-only flight's probe
-        // delay), not a PTO, and then as long again for the probe that delay sends: an
-        // overloaded peer answers late, and an overloaded receiver (ours) drops answers. With one
-        // delay, the answer's loss was the connection's end: 1M connections on 2 cores lost 195
-        // to 2,212 live ones a minute that way, in the minute after connecting, when the server's
-        // socket overflowed (Perf/RESULTS.md, issue 18).
-        m_livenessGraceUsed = true;
-        m_idleDeadline = now + 2 * std::max(m_loss.ProbeTimeout(), KeepaliveInterval() / 4);
-        m_pingPending = true;
-        Flush(now);
-        ArmDeadlineTimer(now);
-      } else if (m_phase != Phase::Closed) {
-        Terminate(EngineError::TimedOut);
-      }
-      break;
+      break;  // never armed in the queue apart from the deadline timer (OnDeadlineTimer)
+  }
+}
+
+void ConnectionCore::OnDeadlineTimer(Microseconds now) {
+  // One queue timer serves the keepalive and the connection's deadline (ArmDeadlineTimer): both
+  // may be due, either, or neither (the timer stayed armed early, or the maximum timeout clamped
+  // it). The keepalive goes first: its PING may be what the deadline's liveness check waits for.
+  if (m_keepaliveDeadline != 0 && now >= m_keepaliveDeadline) {
+    m_keepaliveDeadline = 0;
+    ++m_stats.timerFired[Index(TimerKind::Keepalive)];
+    if (m_phase == Phase::Established || m_phase == Phase::Closing) {
+      ReleaseIdleMemory();  // nothing was sent for a keepalive interval: a quiet moment
+      DrawKeepaliveJitter();
+      m_pingPending = true;
+      Flush(now);  // sending the PING restarts the keepalive (RestartKeepaliveTimer)
+    }
+  }
+  if (m_phase == Phase::Closed) return;
+  if (now < ConnectionDeadline()) return ArmDeadlineTimer(now);
+  ++m_stats.timerFired[Index(TimerKind::ConnectionDeadline)];
+  // RFC 9001 6.5: three PTOs after an update, a packet reordered across it has arrived or
+  // been declared lost (and its data resent under the new key): the old key can go.
+  if (PreviousKeyDeadline() != 0 && now >= PreviousKeyDeadline()) {
+    m_cold->previousKeyDeadline = 0;
+    if (m_keys) m_keys->DiscardPreviousKey();
+  }
+  if (now < m_idleDeadline) {
+    ArmDeadlineTimer(now);  // it was the previous key's deadline
+  } else if (m_phase == Phase::Draining) {
+    Terminate(m_endReason);
+  } else if (MayProbeLiveness()) {
+    // The peer talks to us but has not acknowledged anything of ours for an idle timeout.
+    // Usually its next PING, carrying the ACK of our last answer, is a little late: the
+    // idle timeout is two keepalive intervals, and our proof lags the peer's PINGs by one.
+    // One PING, acknowledged at once, tells a live peer from a path that stopped carrying
+    // our packets. The answer gets as long as a keepalive's (the PING-only flight's probe
+    // delay), not a PTO, and then as long again for the probe that delay sends: an
+    // overloaded peer answers late, and an overloaded receiver (ours) drops answers. With one
+    // delay, the answer's loss was the connection's end: 1M connections on 2 cores lost 195
+    // to 2,212 live ones a minute that way, in the minute after connecting, when the server's
+    // socket overflowed (Perf/RESULTS.md, issue 18).
+    m_livenessGraceUsed = true;
+    m_idleDeadline = now + 2 * std::max(m_loss.ProbeTimeout(), KeepaliveInterval() / 4);
+    m_pingPending = true;
+    Flush(now);
+    ArmDeadlineTimer(now);
+  } else {
+    Terminate(EngineError::TimedOut);
   }
 }
 
@@ -718,7 +726,6 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   const Microseconds deadlineMs = (deadline + 999) / 1000;
   const Microseconds nowMs = now / 1000;
   Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
-  if (kind == TimerKind::Keepalive && KeepaliveMayStay(deadline, now)) return;
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[Index(kind)];
@@ -762,12 +769,9 @@ bool ConnectionCore::MayProbeLiveness() const noexcept {
          AckedPrefix() == NextNewOffset();
 }
 
-bool ConnectionCore::KeepaliveMayStay(Microseconds deadline, Microseconds now) {
-  m_keepaliveDeadline = deadline;
-  const Microseconds armedKey = m_armedMs[Index(TimerKind::Keepalive)];  // expiry ms + 1
-  const bool busy = m_keepaliveBusy;
-  m_keepaliveBusy = armedKey != 0;
-  if (armedKey == 0 || !busy || deadline <= now) return false;
+bool ConnectionCore::DeadlineTimerMayStay(Microseconds deadline, Microseconds now) const {
+  const Microseconds armedKey = m_armedMs[Index(TimerKind::ConnectionDeadline)];  // expiry ms + 1
+  if (armedKey == 0 || deadline <= now) return false;
   const Microseconds armedExpiry = (armedKey - 1) * 1000;
   return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
 }
@@ -810,10 +814,27 @@ void ConnectionCore::RestartIdleTimer(Microseconds provenAt, Microseconds now) {
   ArmDeadlineTimer(now);
 }
 
+Microseconds ConnectionCore::ConnectionDeadline() const noexcept {
+  return PreviousKeyDeadline() != 0 ? std::min(m_idleDeadline, PreviousKeyDeadline())
+                                    : m_idleDeadline;
+}
+
 void ConnectionCore::ArmDeadlineTimer(Microseconds now) {
-  const Microseconds deadline =
-      PreviousKeyDeadline() != 0 ? std::min(m_idleDeadline, PreviousKeyDeadline()) : m_idleDeadline;
+  Microseconds deadline = ConnectionDeadline();
+  TimerKind reason = TimerKind::ConnectionDeadline;
+  if (m_keepaliveDeadline != 0 && m_keepaliveDeadline < deadline) {
+    deadline = m_keepaliveDeadline;
+    reason = TimerKind::Keepalive;
+  }
+  if (DeadlineTimerMayStay(deadline, now)) return;
+  const std::uint64_t armedBefore = m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)];
   ArmTimer(TimerKind::ConnectionDeadline, deadline, now);
+  if (reason == TimerKind::Keepalive &&
+      m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)] != armedBefore) {
+    // Counted as the keepalive's arming, which it is on behalf of.
+    --m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)];
+    ++m_stats.timerArmed[Index(TimerKind::Keepalive)];
+  }
 }
 
 void ConnectionCore::AfterKeyUse(Microseconds now) {
@@ -828,12 +849,18 @@ Microseconds ConnectionCore::KeepaliveInterval() const {
                                 IdleTimeout() / 2);
 }
 
-void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
+Microseconds ConnectionCore::NextKeepaliveDeadline(Microseconds now) const {
   Microseconds interval = KeepaliveInterval();
-  // A server waits half as long again: its clients' PINGs (which re-arm this timer) keep a quiet
-  // connection alive, so the side with thousands of connections sends and fires almost none.
+  // A server waits half as long again: its clients' PINGs (which restart its keepalive) keep a
+  // quiet connection alive, so the side with thousands of connections sends and fires almost
+  // none.
   if (m_role == Role::Server) interval += interval / 2;
-  ArmTimer(TimerKind::Keepalive, now + interval - m_keepaliveShortening, now);
+  return now + interval - m_keepaliveShortening;
+}
+
+void ConnectionCore::RestartKeepaliveTimer(Microseconds now) {
+  m_keepaliveDeadline = NextKeepaliveDeadline(now);
+  ArmDeadlineTimer(now);
 }
 
 void ConnectionCore::DrawKeepaliveJitter() {
@@ -1211,7 +1238,7 @@ void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {
   m_pingPending = m_maxDataPending = false;  // draining sends ACKs only (our CLOSE included)
   CancelTimer(TimerKind::LossDetection);
   CancelTimer(TimerKind::Pacing);
-  CancelTimer(TimerKind::Keepalive);
+  m_keepaliveDeadline = 0;
   // Stay to acknowledge a CLOSE the peer sends again because our ACK was lost.
   m_idleDeadline = now + 3 * m_loss.ProbeTimeout();
   ArmDeadlineTimer(now);

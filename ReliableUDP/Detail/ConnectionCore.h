@@ -235,14 +235,16 @@ class ConnectionCore final : private IPacketFate {
   void Complete(Completion& handler, EngineError error);
 
   void ArmTimer(TimerKind kind, Microseconds deadline, Microseconds now);
-  // ArmTimer's keepalive case: true if the armed timer may stay. The keepalive deadline moves
-  // with every packet sent or received, tens of seconds away: re-arming per packet would cost a
-  // busy connection a timer-queue operation per packet. On a busy connection (the timer was
-  // re-armed while armed, and is again) it stays while its expiry is at most an eighth of the
-  // wait early; if the connection goes quiet it expires early and OnTimer re-arms it for the
-  // rest, so the PING still goes at the deadline. A quiet connection (one re-arm per round, or a
-  // PING and its answer) always re-arms, so it never sees such an expiry.
-  bool KeepaliveMayStay(Microseconds deadline, Microseconds now);
+  // The deadline timer's expiry (OnTimer): the keepalive, the connection's deadline, or both.
+  void OnDeadlineTimer(Microseconds now);
+  // Whether the armed deadline timer may stay for a new target `deadline`. The keepalive
+  // deadline moves with every packet sent or received, tens of seconds away: re-arming per
+  // packet would cost a busy connection a timer-queue operation per packet. The timer stays
+  // while its expiry is at most an eighth of the wait early; if the connection goes quiet it
+  // expires early and OnDeadlineTimer re-arms it for the rest, so the PING still goes at the
+  // deadline. A quiet connection (one re-arm per round: a PING, or a PING and its answer) moves
+  // the target by a whole round, so it re-arms and never sees such an expiry.
+  bool DeadlineTimerMayStay(Microseconds deadline, Microseconds now) const;
   // The peer's ACK frame `ack` acknowledged some of m_sentAcks: m_acks forgets what they reported.
   // Returns when the latest of those was sent (rounded down to the ms), 0 if none.
   Microseconds ForgetAcknowledgedAckRanges(const AckFrame& ack, Microseconds now);
@@ -254,14 +256,21 @@ class ConnectionCore final : private IPacketFate {
   void RestartIdleTimer(Microseconds provenAt, Microseconds now);
   // At the idle deadline: whether one PING may still save the connection (OnTimer).
   bool MayProbeLiveness() const noexcept;
-  // Arms the ConnectionDeadline timer at the earlier of m_idleDeadline and
+  // When the connection ends unless something happens first: the earlier of m_idleDeadline and
   // the previous key phase's deadline (when set).
+  Microseconds ConnectionDeadline() const noexcept;
+  // Arms the deadline timer (the queue's ConnectionDeadline timer) at the earlier of the
+  // keepalive deadline and ConnectionDeadline(). One queue timer serves both: an idle
+  // connection's round re-arms one timer, not two, and holds one record fewer (Perf/RESULTS.md,
+  // issue 18).
   void ArmDeadlineTimer(Microseconds now);
   // After the keys sealed or opened a packet: if that changed the key phase, the previous
   // phase's key is to go 3 PTOs from now.
   void AfterKeyUse(Microseconds now);
   // Our keepalive interval (the client's; a server waits half as long again).
   Microseconds KeepaliveInterval() const;
+  // A keepalive interval from now (the server's half as long again), less this round's jitter.
+  Microseconds NextKeepaliveDeadline(Microseconds now) const;
   void RestartKeepaliveTimer(Microseconds now);
   // A new shortening of the keepalive interval for the next round.
   void DrawKeepaliveJitter();
@@ -361,7 +370,6 @@ class ConnectionCore final : private IPacketFate {
   bool m_peerClosed = false;  // the peer's CLOSE arrived: it will send nothing more
   EngineError m_closeReason = EngineError::None;  // ClosedLocally or ClosedByPeer: who closed first
   bool m_flowControlBlocked = false;
-  bool m_keepaliveBusy = false;        // (timers) the last keepalive arming found the timer armed
   std::uint64_t m_peerMaxMessageSize;  // the peer's maxMessageSize (ours until the handshake)
 
   // Receiving. The stream's receive buffer is made by the first STREAM frame (an idle connection
@@ -401,7 +409,8 @@ class ConnectionCore final : private IPacketFate {
   // UpdateLossTimer).
   std::array<TimerHandle, kTimerKindCount> m_timers{};
   std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
-  Microseconds m_keepaliveDeadline = 0;                   // the latest asked for (KeepaliveMayStay)
+  // When the next keepalive PING is due (0: none). No timer of its own: the deadline timer.
+  Microseconds m_keepaliveDeadline = 0;
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of
   // draining). Its timer may be clamped to the queue's maximum timeout: it fires early, re-arms.
   Microseconds m_idleDeadline = 0;

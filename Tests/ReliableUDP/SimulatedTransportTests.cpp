@@ -735,6 +735,7 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
   network.RunFor(kSecond);  // let the handshakes settle
   const auto serverFiredBefore = serverMonitor.Fired();
   const auto clientFiredBefore = clientMonitor.Fired();
+  const auto serverSetBefore = serverMonitor.Set();
   auto keepalivesFired = [](const std::vector<std::shared_ptr<Connection>>& connections) {
     std::uint64_t total = 0;
     for (auto& c : connections) {
@@ -775,6 +776,16 @@ TEST_CASE("1000 idle connections fire only keepalive timers", "[rudp][sim][timer
   CHECK(client.Statistics().connectionsOpen == 1000);
   CHECK(serverKeepalives + clientKeepalives >= 1000 * (120 / 15 - 1));
   CHECK(serverKeepalives + clientKeepalives <= 1000 * (120 / 15 + 1));
+  // One queue timer per idle connection, for its keepalive and its idle deadline together, and
+  // one re-arm of it per round at the server (the client's PING moves both deadlines). Two
+  // timers and two re-arms before they shared one. A client holds a loss-detection timer only
+  // while its PING is in flight.
+  const auto serverSets = serverMonitor.Set() - serverSetBefore;
+  INFO("server timers set " << serverSets << ", live: server " << serverMonitor.LiveTimers()
+                            << ", client " << clientMonitor.LiveTimers());
+  CHECK(serverMonitor.LiveTimers() == 1000);
+  CHECK(clientMonitor.LiveTimers() <= 1000 + 50);
+  CHECK(serverSets <= 1000 * (120 / 15 + 2));
 }
 
 // Issue 18's C1M run in small (the 1M run is a benchmark, Perf/TransportBenchmark --only many):

@@ -1,8 +1,6 @@
 // AckTracker: received packet numbers as ranges, and the RFC 9000 13.2 policy for sending ACKs.
 #include "ReliableUDP/Detail/AckTracker.h"
 
-#include <algorithm>
-
 namespace timerwheel::rudp::detail {
 
 namespace {
@@ -30,18 +28,11 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
 
   if (pn < m_reportFrom) m_reportFrom = pn;  // the peer must hear of it (see OnAckAcknowledged)
   m_received.Insert(pn, pn + 1);
-  // Past a few gaps (losses, or numbers the peer skipped on purpose), room grows in doublings up
-  // to every range the set can hold (kMaxAckRanges + 1), so it reallocates at most three more
-  // times however the gaps come. Not all at once: an idle connection's peer skips a number ever
-  // more rarely (about five in its first two hours, then one every four hours or so), and room
-  // for 33 ranges (528 B) from the fifth gap on put an idle server connection over issue 18's
-  // 1.5 KB after two hours; room for 8 (128 B) lasts it about a day.
-  const std::size_t ranges = m_received.RangeCount();
-  if (ranges > kSmallRangeCount) {
-    std::size_t room = kSmallRangeCount;
-    while (room < ranges) room *= 2;
-    m_received.Reserve(std::min(room, kMaxAckRanges + 1));
-  }
+  // Once there are a few gaps (losses, or numbers the peer skipped on purpose), make room for
+  // every range at once: the set then never reallocates, however the gaps come. Not at the first
+  // gap: an idle connection, whose peer skips a number every few minutes, would hold room for 33
+  // ranges (528 bytes) to use two or three.
+  if (m_received.RangeCount() > kSmallRangeCount) m_received.Reserve(kMaxAckRanges + 1);
   if (!m_anyReceived || pn > m_largest) {
     m_largest = pn;
     m_largestArrival = now;

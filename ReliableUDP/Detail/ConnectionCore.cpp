@@ -12,6 +12,16 @@ namespace {
 
 constexpr unsigned Index(TimerKind kind) { return static_cast<unsigned>(kind); }
 
+// Which of the connection's queue timers serves a kind: its own, except that the keepalive and
+// the connection's deadline share the last one (ArmDeadlineTimer).
+static_assert(Index(TimerKind::Keepalive) + 1 == Index(TimerKind::ConnectionDeadline) &&
+                  Index(TimerKind::ConnectionDeadline) + 1 == kTimerKindCount,
+              "the two kinds the deadline timer serves come last");
+constexpr unsigned QueueTimer(TimerKind kind) {
+  return kind == TimerKind::ConnectionDeadline ? Index(TimerKind::Keepalive) : Index(kind);
+}
+constexpr unsigned kDeadlineTimer = QueueTimer(TimerKind::ConnectionDeadline);
+
 // A peer that keeps sending packets that break the protocol (ACKs of unsent packets, data beyond
 // the window) is disconnected; a few are dropped and counted, since without cryptography a
 // forged packet must not be able to kill a connection by itself.
@@ -634,12 +644,12 @@ void ConnectionCore::ProtocolViolation() {
 // --- Timers ------------------------------------------------------------------------------------
 
 void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
-  auto& armed = m_armedMs[Index(kind)];
+  auto& armed = m_armedMs[QueueTimer(kind)];
   // An expiry detached for dispatch before the timer was cancelled or re-armed (another thread
   // may do that meanwhile) still runs: ignore it, the current arming speaks for itself.
   if (armed == 0 || now / 1000 + 1 < armed) return;
   armed = 0;
-  if (kind == TimerKind::ConnectionDeadline) return OnDeadlineTimer(now);
+  if (QueueTimer(kind) == kDeadlineTimer) return OnDeadlineTimer(now);
   ++m_stats.timerFired[Index(kind)];
   switch (kind) {
     case TimerKind::LossDetection:
@@ -660,7 +670,7 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
       break;
     case TimerKind::Keepalive:
     case TimerKind::ConnectionDeadline:
-      break;  // never armed in the queue apart from the deadline timer (OnDeadlineTimer)
+      break;  // the deadline timer: OnDeadlineTimer, above
   }
 }
 
@@ -728,9 +738,9 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
   timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
-  auto& armed = m_armedMs[Index(kind)];
+  auto& armed = m_armedMs[QueueTimer(kind)];
   if (armed == key || m_phase == Phase::Closed) return;  // same millisecond, or timers gone
-  TimerHandle& timer = m_timers[Index(kind)];
+  TimerHandle& timer = m_timers[QueueTimer(kind)];
   if (timer.IsNull()) timer = m_context.timers.CreateTimer();
   m_context.timers.SetTimer(timer, m_context.timerSink, timeout,
                             PackTimerTarget(TimerTarget{m_slot, kind}));
@@ -770,23 +780,23 @@ bool ConnectionCore::MayProbeLiveness() const noexcept {
 }
 
 bool ConnectionCore::DeadlineTimerMayStay(Microseconds deadline, Microseconds now) const {
-  const Microseconds armedKey = m_armedMs[Index(TimerKind::ConnectionDeadline)];  // expiry ms + 1
+  const Microseconds armedKey = m_armedMs[kDeadlineTimer];  // expiry ms + 1
   if (armedKey == 0 || deadline <= now) return false;
   const Microseconds armedExpiry = (armedKey - 1) * 1000;
   return armedExpiry <= deadline && deadline - armedExpiry <= (deadline - now) / 8;
 }
 
 void ConnectionCore::DestroyTimer(TimerKind kind) {
-  TimerHandle& timer = m_timers[Index(kind)];
+  TimerHandle& timer = m_timers[QueueTimer(kind)];
   if (timer.IsNull()) return;
   m_context.timers.DestroyTimer(timer);  // an expiry already detached is ignored (m_armedMs)
-  m_armedMs[Index(kind)] = 0;
+  m_armedMs[QueueTimer(kind)] = 0;
 }
 
 void ConnectionCore::CancelTimer(TimerKind kind) {
-  auto& armed = m_armedMs[Index(kind)];
-  if (armed == 0 || m_timers[Index(kind)].IsNull()) return;
-  m_context.timers.CancelTimer(m_timers[Index(kind)]);
+  auto& armed = m_armedMs[QueueTimer(kind)];
+  if (armed == 0 || m_timers[QueueTimer(kind)].IsNull()) return;
+  m_context.timers.CancelTimer(m_timers[QueueTimer(kind)]);
   armed = 0;
 }
 
@@ -827,14 +837,7 @@ void ConnectionCore::ArmDeadlineTimer(Microseconds now) {
     reason = TimerKind::Keepalive;
   }
   if (DeadlineTimerMayStay(deadline, now)) return;
-  const std::uint64_t armedBefore = m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)];
-  ArmTimer(TimerKind::ConnectionDeadline, deadline, now);
-  if (reason == TimerKind::Keepalive &&
-      m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)] != armedBefore) {
-    // Counted as the keepalive's arming, which it is on behalf of.
-    --m_stats.timerArmed[Index(TimerKind::ConnectionDeadline)];
-    ++m_stats.timerArmed[Index(TimerKind::Keepalive)];
-  }
+  ArmTimer(reason, deadline, now);  // the same queue timer either way; counted for `reason`
 }
 
 void ConnectionCore::AfterKeyUse(Microseconds now) {

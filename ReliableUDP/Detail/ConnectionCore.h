@@ -259,8 +259,9 @@ class ConnectionCore final : private IPacketFate {
   // When the connection ends unless something happens first: the earlier of m_idleDeadline and
   // the previous key phase's deadline (when set).
   Microseconds ConnectionDeadline() const noexcept;
-  // Arms the deadline timer (the queue's ConnectionDeadline timer) at the earlier of the
-  // keepalive deadline and ConnectionDeadline(). One queue timer serves both: an idle
+  // Arms the deadline timer (the queue timer of both the Keepalive and the ConnectionDeadline
+  // kind, QueueTimer) at the earlier of the keepalive deadline and ConnectionDeadline(), counted
+  // as an arming of the earlier one's kind. One queue timer serves both: an idle
   // connection's round re-arms one timer, not two, and holds one record fewer (Perf/RESULTS.md,
   // issue 18).
   void ArmDeadlineTimer(Microseconds now);
@@ -407,8 +408,9 @@ class ConnectionCore final : private IPacketFate {
   // Created on first use: an idle connection never needs its pacing or delayed-ACK timer, and
   // its loss-detection timer only while a keepalive is in flight (until it sends more than PINGs:
   // UpdateLossTimer).
-  std::array<TimerHandle, kTimerKindCount> m_timers{};
-  std::array<Microseconds, kTimerKindCount> m_armedMs{};  // armed deadline in ms (0: not armed)
+  // One per kind, but one for the keepalive and the connection's deadline together (QueueTimer).
+  std::array<TimerHandle, kTimerKindCount - 1> m_timers{};
+  std::array<Microseconds, kTimerKindCount - 1> m_armedMs{};  // armed deadline in ms (0: not armed)
   // When the next keepalive PING is due (0: none). No timer of its own: the deadline timer.
   Microseconds m_keepaliveDeadline = 0;
   // When the ConnectionDeadline timer ends the connection (idle timeout, handshake timeout, end of

@@ -50,6 +50,10 @@ class AckTracker {
   // are still remembered (duplicates are still found), and a late packet below (one the peer
   // declared lost) brings them back into the report, so the peer learns the loss was spurious.
   void OnAckAcknowledged(PacketNumber largest) noexcept;
+  // A quiet moment (the peer's keepalive, nothing in flight): the ranges the peer has seen
+  // acknowledged, beyond the newest few, are folded into the floor, and the room the set no
+  // longer needs is given back. A busy connection keeps its room, so it never reallocates.
+  void ReleaseIdleMemory();
 
   std::uint64_t DuplicatesDropped() const noexcept { return m_duplicates; }
 

@@ -518,7 +518,16 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
   m_stats.bytesReceived += datagramSize;
   // A PING alone is a keepalive or a probe: acknowledge it at once, so the sender's PTO is
   // cancelled by the ACK instead of firing, and no delayed-ACK timer runs on a quiet connection.
-  if (summary.ackEliciting && summary.onlyPing) m_acks.RequestImmediateAck();
+  if (summary.ackEliciting && summary.onlyPing) {
+    m_acks.RequestImmediateAck();
+    // The peer's keepalive, with nothing of ours in flight: the quiet moment of a side that
+    // only answers keepalives (its own keepalive never expires, so OnDeadlineTimer's release
+    // never comes). Only the received ranges: the rest of its state does not grow while idle,
+    // and this runs once a round on every idle connection.
+    if (m_phase == Phase::Established && !m_loss.HasAckElicitingInFlight()) {
+      m_acks.ReleaseIdleMemory();
+    }
+  }
   if (summary.ackEliciting && (m_phase == Phase::Established || m_phase == Phase::Closing)) {
     // The peer is talking to us: no need for a keepalive of our own, so on a quiet connection
     // only one side's keepalive timer fires.
@@ -1171,6 +1180,7 @@ void ConnectionCore::ReleaseIdleMemory() {
   // Vectors keep their high-water capacity so that a busy connection allocates nothing; a
   // connection quiet for a keepalive interval gives back what it no longer uses.
   m_pendingReceives.ReleaseMemoryIfEmpty();
+  m_acks.ReleaseIdleMemory();
   if (m_sending) {
     m_sending->pending.ReleaseMemoryIfEmpty();
     m_sending->buffer.ReleaseIdleMemory();

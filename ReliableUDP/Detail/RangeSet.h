@@ -36,6 +36,7 @@ class RangeSet {
   void PopFront() { m_ranges.erase(m_ranges.begin()); }
   void Clear() noexcept { m_ranges.clear(); }
   // Room for `count` ranges, so that growing to them allocates no more.
+  std::size_t Capacity() const noexcept { return m_ranges.capacity(); }
   void Reserve(std::size_t count) { m_ranges.reserve(count); }
   // Frees the storage (idle connections keep no memory).
   void ShrinkToFit();

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/AckTracker.h"
+#include "Support/AllocationCounter.h"
 
 using namespace timerwheel::rudp::detail;
+using timerwheel::test::HeapAccount;
 
 namespace {
 
@@ -178,4 +180,56 @@ TEST_CASE("AckTracker leaves out the ranges the peer has seen acknowledged", "[r
   tracker.OnAckAcknowledged(20);
   REQUIRE(tracker.BuildAck(5000, frame));
   CHECK(Ranges(frame) == std::vector<std::vector<PacketNumber>>{{12, 13}});
+}
+
+// Issue 18: an idle server connection gained a range per number its client skipped (one every
+// few hours) and, from the fifth, held room for 33 ranges (528 B) for good.
+TEST_CASE("AckTracker gives back the room of acknowledged ranges at a quiet moment",
+          "[rudp][ack][memory]") {
+  HeapAccount heap;
+  std::optional<AckTracker> tracker;
+  {
+    const HeapAccount::Charge charge(&heap);
+    tracker.emplace(kMaxAckDelay);
+    // Six ranges, 3, 7, 11, 15 and 19 skipped: from the fifth, room for every range at once.
+    for (PacketNumber pn = 0; pn <= 22; ++pn) {
+      if (pn % 4 != 3) REQUIRE(tracker->OnPacketReceived(pn, true, 1000));
+    }
+  }
+  const std::int64_t busy = heap.Bytes();
+  CHECK(busy >= std::int64_t((kMaxAckRanges + 1) * sizeof(RangeSet::Range)));
+
+  // Nothing acknowledged yet: every range is still owed to the peer, so all stay.
+  tracker->ReleaseIdleMemory();
+  CHECK(heap.Bytes() == busy);
+  AckFrame frame;
+  REQUIRE(tracker->BuildAck(2000, frame));
+  CHECK(frame.rangeCount == 6);
+
+  // The peer has seen our ACK up to 18: the oldest ranges beyond the newest four fold into the
+  // floor (7 now: it was a hole and may still come), and the room goes back.
+  tracker->OnAckAcknowledged(18);
+  tracker->ReleaseIdleMemory();
+  CHECK(heap.Bytes() <= std::int64_t(4 * sizeof(RangeSet::Range)));
+  CHECK_FALSE(tracker->OnPacketReceived(3, true, 3000));
+  CHECK_FALSE(tracker->OnPacketReceived(5, true, 3000));
+  CHECK(tracker->OnPacketReceived(7, true, 3000));
+  REQUIRE(tracker->BuildAck(3000, frame));
+  CHECK(Ranges(frame) ==
+        std::vector<std::vector<PacketNumber>>{{20, 22}, {16, 18}, {12, 14}, {7, 10}});
+}
+
+TEST_CASE("AckTracker keeps the ranges the peer has not seen acknowledged, however many",
+          "[rudp][ack][memory]") {
+  AckTracker tracker(kMaxAckDelay);
+  for (PacketNumber pn = 0; pn <= 40; pn += 2) REQUIRE(tracker.OnPacketReceived(pn, true, 1000));
+  tracker.OnAckAcknowledged(10);  // [0]..[10] known to the peer, [12]..[40] not
+  tracker.ReleaseIdleMemory();
+  AckFrame frame;
+  REQUIRE(tracker.BuildAck(2000, frame));
+  CHECK(frame.rangeCount == 15);  // 12..40
+  // Folded: 0..10 (the gaps included); kept: everything from 11 up.
+  CHECK_FALSE(tracker.OnPacketReceived(9, true, 2000));
+  CHECK(tracker.OnPacketReceived(11, true, 2000));
+  CHECK(tracker.OnPacketReceived(13, true, 2000));
 }

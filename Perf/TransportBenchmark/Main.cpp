@@ -4,7 +4,7 @@
 //
 // Usage: TransportBenchmark [--quick | --full] [--seeds N] [--loss PERCENT]... [--results DIR]
 //                           [--only latency|bulk|sharing|many|hostile|loopback]... [--idle N]...
-//                           [--window S] [--queue wheel|heap|both] [--keepalive MS]
+//                           [--active N] [--window S] [--queue wheel|heap|both] [--keepalive MS]
 //                           [--server-buffer MIB]
 //                           [--hostile] [--attacker-nice]
 //                           [--cc bbr|newreno|none]... [--encrypt off|on|both]
@@ -18,6 +18,8 @@
 //   sharing  two flows through one capped relay link (Bbr + Bbr, NewReno + Bbr, Bbr + NewReno;
 //            64 KB and 1 MB queue): per-flow goodput, convergence, Jain's index (issue 17)
 //   --idle   just this many idle connections in the many part (repeatable; no active run)
+//   --active just this many active connections (1 message a second each) in the many part, and
+//            no idle run (its window is half of --window)
 //   --window the many part's measurement window, seconds
 //   --queue  the many part's rows with the wheel, the heap (the default: both)
 //   --keepalive  the many part's keepalive interval on both sides, ms (the idle timeout twice

@@ -58,6 +58,15 @@ bool ParseSettings(int argc, char** argv, Settings& settings) {
       if (settings.activeCount != 0) settings.idleCounts.clear();
       settings.activeCount = 0;
       settings.idleCounts.push_back(static_cast<std::size_t>(std::atoll(argv[++i])));
+    } else if (arg == "--active" && i + 1 < argc) {
+      // Only this many active connections (1 message a second each), and no idle run.
+      const long long count = std::atoll(argv[++i]);
+      if (count < 1 || count > 10'000'000) {
+        std::fprintf(stderr, "--active takes 1 to 10000000 connections, not '%s'\n", argv[i]);
+        return false;
+      }
+      settings.idleCounts.clear();
+      settings.activeCount = static_cast<std::size_t>(count);
     } else if (arg == "--window" && i + 1 < argc) {
       // The many-connections window, seconds (after --quick or --full, which set their own):
       // e.g. --idle 1000000 --window 600 holds a million connections for ten minutes.

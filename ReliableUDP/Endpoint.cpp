@@ -17,11 +17,15 @@
 //   serialises them, and Asio's synchronous operations only read the socket object, which only
 //   Close changes, holding every shard's mutex and m_socketMutex.
 // - m_acceptMutex guards the accept waiters shared by the shards.
+// - A shard's m_completionMutex guards its queue of completions (Shard::Post): taken inside the
+//   shard's mutex by the engine's Post, or alone by the operation that runs them; nothing is
+//   taken inside it but Asio's own locks.
 // - Lock order: shard mutexes in index order, then m_socketMutex or m_acceptMutex, then the timer
 //   drivers' own locks (the engine arms timers inside its calls: the drivers dispatch without
 //   their lock). A receiver takes m_socketMutex for a system call and releases it before it takes
 //   a shard's mutex to hand the datagrams over.
-// - User handlers never run under any of these (the engine posts them).
+// - User handlers never run under any of these (the engine posts them: a shard's completions run
+//   in the order they were made, by one operation at a time).
 //
 // The socket path, two ways:
 // - batched (options.batchedIo on Linux): each receiver waits for readability (async_wait) and
@@ -42,12 +46,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <type_traits>
@@ -434,8 +440,21 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
 
     detail::Microseconds Now() const override { return TransportClock::Now(); }
 
+    // The shard's completions run in the order the engine made them (it calls this under the
+    // shard's lock), by one operation at a time that runs all that are queued. On an io thread
+    // that operation is deferred to the thread's own queue: it runs here once the current
+    // handler returns and wakes no other thread. Posted one by one, each completion woke the
+    // idle thread of a two-thread io_context, whose handler then called into the shard the first
+    // thread held (Perf/RESULTS.md, "Threads"). One queue keeps the order that a deferred
+    // completion alone would break: one made meanwhile by another thread would overtake it.
     void Post(detail::Completion handler, detail::EngineError error) override {
-      m_owner.PostCompletion(std::move(handler), error);
+      {
+        std::lock_guard<std::mutex> lock(m_completionMutex);
+        m_completions.push_back({std::move(handler), error});
+        if (m_completionsScheduled) return;
+        m_completionsScheduled = true;
+      }
+      ScheduleCompletions();
     }
 
    private:
@@ -443,6 +462,75 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       Udp::endpoint to;
       std::vector<std::uint8_t> bytes;
     };
+    struct QueuedCompletion {
+      detail::Completion handler;
+      detail::EngineError error;
+    };
+
+    void ScheduleCompletions() {
+      // While the endpoint is destroyed (a failed construction) nothing holds it: each queued
+      // completion goes to the io_context on its own, from the heap.
+      std::shared_ptr<Impl> self = m_owner.weak_from_this().lock();
+      if (!self) {
+        std::lock_guard<std::mutex> lock(m_completionMutex);
+        for (auto& queued : m_completions) {
+          m_owner.PostCompletion(std::move(queued.handler), queued.error);
+        }
+        m_completions.clear();
+        m_completionsScheduled = false;
+        return;
+      }
+      auto run =
+          WithMemory(m_owner.m_handlerMemory, [self = std::move(self), this] { RunCompletions(); });
+      if (m_owner.m_ioContext.get_executor().running_in_this_thread()) {
+        boost::asio::defer(m_owner.m_ioContext, std::move(run));
+      } else {
+        boost::asio::post(m_owner.m_ioContext, std::move(run));
+      }
+    }
+
+    // Runs the completions queued when it starts (those queued while they run wait for the next
+    // operation: other handlers get their turn). The vectors swap, so both keep their capacity
+    // and a warm endpoint allocates nothing here. If a handler throws, the ones after it are put
+    // back first in the queue and run by a new operation, once each as promised.
+    void RunCompletions() {
+      {
+        std::lock_guard<std::mutex> lock(m_completionMutex);
+        m_running.swap(m_completions);
+      }
+      std::size_t next = 0;
+      struct Finish {
+        Shard& shard;
+        std::size_t& next;
+        ~Finish() {
+          // A handler that threw leaves the rest to run first, by a new operation (this path
+          // alone allocates). The handlers that ran are destroyed outside the queue's lock:
+          // their captures may hold the last reference to a Connection, whose destructor takes
+          // the shard's lock, which Post holds when it takes the queue's.
+          std::vector<QueuedCompletion> rest;
+          if (next < shard.m_running.size()) {
+            rest.assign(std::make_move_iterator(shard.m_running.begin() +
+                                                static_cast<std::ptrdiff_t>(next)),
+                        std::make_move_iterator(shard.m_running.end()));
+          }
+          shard.m_running.clear();
+          bool more = false;
+          {
+            std::lock_guard<std::mutex> lock(shard.m_completionMutex);
+            shard.m_completions.insert(shard.m_completions.begin(),
+                                       std::make_move_iterator(rest.begin()),
+                                       std::make_move_iterator(rest.end()));
+            more = !shard.m_completions.empty();
+            if (!more) shard.m_completionsScheduled = false;
+          }
+          if (more) shard.ScheduleCompletions();
+        }
+      } finish{*this, next};
+      while (next < m_running.size()) {
+        QueuedCompletion& queued = m_running[next++];
+        queued.handler(queued.error);
+      }
+    }
 
     void SendQueuedLocked() {
       if (m_queuedHead == m_queuedCount) {
@@ -482,9 +570,13 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     std::size_t m_queuedHead = 0;
     std::size_t m_queuedCount = 0;
     bool m_sending = false;
-    std::uint64_t m_ticketsIssued = 0;  // under the owner's m_socketMutex
-    std::uint64_t m_serving = 0;        // the ticket whose turn it is
-    std::condition_variable m_turn;     // m_serving moved on
+    std::mutex m_completionMutex;                 // guards m_completions and m_completionsScheduled
+    std::vector<QueuedCompletion> m_completions;  // made by the engine, waiting to run
+    std::vector<QueuedCompletion> m_running;      // the running operation's (it alone uses it)
+    bool m_completionsScheduled = false;          // an operation will run m_completions
+    std::uint64_t m_ticketsIssued = 0;            // under the owner's m_socketMutex
+    std::uint64_t m_serving = 0;                  // the ticket whose turn it is
+    std::condition_variable m_turn;               // m_serving moved on
   };
 
   // A set of buffers one read of the socket fills: a ReceiveBatch (batched path), or up to

@@ -1,5 +1,6 @@
 // ReliableUDP over real UDP sockets on loopback, through Boost.Asio (epoll on Linux, IOCP on
 // Windows): the same code path a server runs. Waits are on futures with generous timeouts.
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <catch2/catch.hpp>
@@ -7,7 +8,10 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "ReliableUDP/Endpoint.h"
@@ -299,4 +303,62 @@ TEST_CASE("a vanished peer's port-unreachable errors do not stop the server sock
   RunStream(stream);
   CHECK(stream->Error() == "");
   CHECK(stream->Received() == 50);
+}
+
+// A connection's completions run in order, one operation at a time (Endpoint.cpp, Shard::Post).
+// A handler that throws ends io_context::run as Asio's handlers do; the completions queued after
+// it still run, once each and in order, when the io_context runs again.
+TEST_CASE("a handler that throws leaves the completions after it to run once each and in order",
+          "[.][realtime][rudp][loopback]") {
+  boost::asio::io_context io;
+  auto server = std::make_unique<Endpoint>(io, kAnyLoopback, ServerOptions());
+  auto client = std::make_unique<Endpoint>(io, kAnyLoopback);
+  // Runs `io` on a thread of its own while it lives (connecting, and the endpoints' close).
+  struct Runner {
+    explicit Runner(boost::asio::io_context& context)
+        : io(context), work(context.get_executor()), thread([this] { io.run(); }) {}
+    ~Runner() {
+      work.reset();
+      io.stop();
+      thread.join();
+      io.restart();
+    }
+    boost::asio::io_context& io;
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+    std::thread thread;
+  };
+  std::shared_ptr<Connection> clientSide, serverSide;
+  {
+    const Runner running(io);
+    std::tie(clientSide, serverSide) = ConnectPair(*client, *server);
+  }
+
+  // Three sends, each completing at once (copied into the send buffer) while nothing runs `io`:
+  // their completions wait in the shard's queue, the first handler throws.
+  std::vector<int> ran;
+  const std::vector<std::uint8_t> message(10, 0x5a);
+  for (int i = 1; i <= 3; ++i) {
+    clientSide->AsyncSend(boost::asio::buffer(message), [&ran, i](boost::system::error_code) {
+      ran.push_back(i);
+      if (i == 1) throw std::runtime_error("handler 1");
+    });
+  }
+  bool threw = false;
+  const auto deadline = std::chrono::steady_clock::now() + kGenerous;
+  while (ran.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    try {
+      io.run_for(std::chrono::milliseconds(100));
+    } catch (const std::runtime_error& error) {
+      threw = std::string(error.what()) == "handler 1";
+    }
+    if (io.stopped()) io.restart();
+  }
+  CHECK(threw);
+  CHECK(ran == std::vector<int>{1, 2, 3});
+
+  const Runner closing(io);
+  clientSide.reset();
+  serverSide.reset();
+  client.reset();
+  server.reset();
 }

@@ -499,37 +499,37 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         m_running.swap(m_completions);
       }
       std::size_t next = 0;
-      struct Finish {
-        Shard& shard;
-        std::size_t& next;
-        ~Finish() {
-          // A handler that threw leaves the rest to run first, by a new operation (this path
-          // alone allocates). The handlers that ran are destroyed outside the queue's lock:
-          // their captures may hold the last reference to a Connection, whose destructor takes
-          // the shard's lock, which Post holds when it takes the queue's.
-          std::vector<QueuedCompletion> rest;
-          if (next < shard.m_running.size()) {
-            rest.assign(std::make_move_iterator(shard.m_running.begin() +
-                                                static_cast<std::ptrdiff_t>(next)),
-                        std::make_move_iterator(shard.m_running.end()));
-          }
-          shard.m_running.clear();
-          bool more = false;
-          {
-            std::lock_guard<std::mutex> lock(shard.m_completionMutex);
-            shard.m_completions.insert(shard.m_completions.begin(),
-                                       std::make_move_iterator(rest.begin()),
-                                       std::make_move_iterator(rest.end()));
-            more = !shard.m_completions.empty();
-            if (!more) shard.m_completionsScheduled = false;
-          }
-          if (more) shard.ScheduleCompletions();
+      try {
+        while (next < m_running.size()) {
+          QueuedCompletion& queued = m_running[next++];
+          queued.handler(queued.error);
         }
-      } finish{*this, next};
-      while (next < m_running.size()) {
-        QueuedCompletion& queued = m_running[next++];
-        queued.handler(queued.error);
+      } catch (...) {
+        FinishCompletions(next);
+        throw;  // out of io_context::run, as from any handler
       }
+      FinishCompletions(next);
+    }
+
+    // After RunCompletions ran m_running up to `next`: the rest (a handler threw) go back first
+    // in the queue (this path alone allocates), and the next operation is scheduled if anything
+    // waits. The handlers that ran are destroyed outside the queue's lock: their captures may
+    // hold the last reference to a Connection, whose destructor takes the shard's lock, which
+    // Post holds when it takes the queue's.
+    void FinishCompletions(std::size_t next) {
+      std::vector<QueuedCompletion> rest(
+          std::make_move_iterator(m_running.begin() + static_cast<std::ptrdiff_t>(next)),
+          std::make_move_iterator(m_running.end()));
+      m_running.clear();
+      bool more = false;
+      {
+        std::lock_guard<std::mutex> lock(m_completionMutex);
+        m_completions.insert(m_completions.begin(), std::make_move_iterator(rest.begin()),
+                             std::make_move_iterator(rest.end()));
+        more = !m_completions.empty();
+        if (!more) m_completionsScheduled = false;
+      }
+      if (more) ScheduleCompletions();
     }
 
     void SendQueuedLocked() {

@@ -68,10 +68,12 @@ class EchoServer {
                                     return;
                                   }
                                   if (!error) {
+                                    // Counted before the echo leaves: a client that has its
+                                    // echo back must find it counted.
+                                    ++m_count;
                                     boost::system::error_code ignored;
                                     m_socket.send_to(boost::asio::buffer(m_buffer.data(), size),
                                                      m_sender, 0, ignored);
-                                    ++m_count;
                                   }
                                   Receive();
                                 });

@@ -15,7 +15,10 @@ AckTracker::AckTracker(Microseconds maxAckDelay) noexcept : m_maxAckDelay(maxAck
 bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microseconds now) {
   // m_floor is exclusive: it is the end of the highest range forgotten, so pn == m_floor was a
   // hole and may still arrive.
-  if (pn < m_floor || m_received.Contains(pn)) {
+  const bool received =
+      pn < m_floor ||
+      (m_anyReceived && (pn >= m_newestBegin ? pn < m_newestEnd : m_older.Contains(pn)));
+  if (received) {
     ++m_duplicates;
     return false;
   }
@@ -23,22 +26,20 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   // RFC 9000 13.2.1: an ack-eliciting packet that arrives out of order (below the largest, or
   // leaving a gap above it) is acknowledged at once, so the peer detects loss (or reordering)
   // quickly. Before anything arrived, the next expected number is the floor (0).
-  const PacketNumber expected = m_anyReceived ? m_largest + 1 : m_floor;
+  const PacketNumber expected = m_anyReceived ? m_newestEnd : m_floor;
   if (ackEliciting && pn != expected) m_ackNow = true;
 
   if (pn < m_reportFrom) m_reportFrom = pn;  // the peer must hear of it (see OnAckAcknowledged)
-  m_received.Insert(pn, pn + 1);
+  if (!m_anyReceived || pn >= m_newestEnd) m_largestArrival = now;
+  Record(pn);
+  m_anyReceived = true;
+  m_anythingToAck = true;
   // Once there are a few gaps (losses, or numbers the peer skipped on purpose), make room for
   // every range at once: the set then never reallocates, however the gaps come. Not at the first
   // gap: an idle connection, whose peer skips a number every few minutes, would hold room for 33
-  // ranges (528 bytes) to use two or three.
-  if (m_received.RangeCount() > kSmallRangeCount) m_received.Reserve(kMaxAckRanges + 1);
-  if (!m_anyReceived || pn > m_largest) {
-    m_largest = pn;
-    m_largestArrival = now;
-  }
-  m_anyReceived = true;
-  m_anythingToAck = true;
+  // ranges (528 bytes) to use two or three. (m_older holds at most kMaxAckRanges: all but the
+  // newest, and one more until the loop below forgets the oldest.)
+  if (RangeCount() > kSmallRangeCount) m_older.Reserve(kMaxAckRanges);
 
   if (ackEliciting) {
     ++m_unackedElicitingCount;
@@ -52,11 +53,38 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   // Bounded memory: an ACK frame carries at most kMaxAckRanges ranges, so older ones are
   // forgotten and everything below them counts as received (a very late packet there is
   // dropped as a duplicate; its data is retransmitted anyway once the peer declares it lost).
-  while (m_received.RangeCount() > kMaxAckRanges) {
-    m_floor = m_received.Front().end;
-    m_received.PopFront();
+  if (RangeCount() > kMaxAckRanges) {
+    while (RangeCount() > kMaxAckRanges) {
+      m_floor = m_older.Front().end;
+      m_older.PopFront();
+    }
+    SyncOlderEnd();
   }
   return true;
+}
+
+void AckTracker::Record(PacketNumber pn) {
+  if (!m_anyReceived) {
+    m_newestBegin = pn;
+    m_newestEnd = pn + 1;
+  } else if (pn == m_newestEnd) {  // in order: the common case
+    ++m_newestEnd;
+  } else if (pn > m_newestEnd) {  // a gap: the newest range becomes the highest older one
+    m_older.Insert(m_newestBegin, m_newestEnd);
+    m_olderEnd = m_newestEnd;
+    m_newestBegin = pn;
+    m_newestEnd = pn + 1;
+  } else if (pn + 1 == m_newestBegin) {  // late, just below the newest: it grows down
+    m_newestBegin = pn;
+    if (m_olderEnd == pn && !m_older.Empty()) {  // and now touches the highest older range
+      m_newestBegin = m_older.Back().begin;
+      m_older.PopBack();
+      SyncOlderEnd();
+    }
+  } else {  // late, in an older gap
+    m_older.Insert(pn, pn + 1);
+    SyncOlderEnd();
+  }
 }
 
 void AckTracker::OnDuplicate() noexcept {
@@ -80,14 +108,17 @@ std::optional<Microseconds> AckTracker::AckDeadline() const noexcept {
 bool AckTracker::HasAnythingToAck() const noexcept { return m_anythingToAck; }
 
 bool AckTracker::BuildAck(Microseconds now, AckFrame& frame) const noexcept {
-  if (!m_anyReceived || m_received.Empty()) return false;
-  const std::size_t count = m_received.RangeCount();
-  const std::size_t most = count < kMaxAckRanges ? count : kMaxAckRanges;
-  std::size_t used = 0;
-  // The newest range always; older ones while they reach m_reportFrom.
-  while (used < most && (used == 0 || m_received[count - 1 - used].end > m_reportFrom)) {
-    const RangeSet::Range& range = m_received[count - 1 - used];
-    frame.ranges[used++] = AckRange{range.begin, range.end - 1};  // half-open to inclusive
+  if (!m_anyReceived) return false;
+  // The newest range always; older ones (descending) while they reach m_reportFrom.
+  frame.ranges[0] = AckRange{m_newestBegin, m_newestEnd - 1};  // half-open to inclusive
+  std::size_t used = 1;
+  if (m_olderEnd > m_reportFrom) {
+    const std::size_t count = m_older.RangeCount();
+    const std::size_t most = count + 1 < kMaxAckRanges ? count + 1 : kMaxAckRanges;
+    while (used < most && m_older[count - used].end > m_reportFrom) {
+      const RangeSet::Range& range = m_older[count - used];
+      frame.ranges[used++] = AckRange{range.begin, range.end - 1};
+    }
   }
   frame.rangeCount = used;
   frame.largest = frame.ranges[0].largest;
@@ -108,15 +139,17 @@ void AckTracker::ReleaseIdleMemory() {
   // has no keepalive expiry of its own, gains a range per number its client skips (one every
   // few hours) and, from the fifth, holds room for every range it may keep (issue 18: 1,761 B
   // per connection after five hours idle, against 1,250 B after a minute).
-  const std::size_t count = m_received.RangeCount();
   std::size_t folded = 0;
-  while (count - folded > kSmallRangeCount && m_received[folded].end <= m_reportFrom) ++folded;
-  if (folded > 0) {
-    m_floor = m_received[folded - 1].end;
-    m_received.EraseBelow(m_floor);  // the folded ranges, in one move of the rest
+  while (RangeCount() - folded > kSmallRangeCount && m_older[folded].end <= m_reportFrom) {
+    ++folded;
   }
-  if (m_received.RangeCount() <= kSmallRangeCount && m_received.Capacity() > kSmallRangeCount) {
-    m_received.ShrinkToFit();
+  if (folded > 0) {
+    m_floor = m_older[folded - 1].end;
+    m_older.EraseBelow(m_floor);  // the folded ranges, in one move of the rest
+    SyncOlderEnd();
+  }
+  if (RangeCount() <= kSmallRangeCount && m_older.Capacity() > kSmallRangeCount) {
+    m_older.ShrinkToFit();
   }
 }
 

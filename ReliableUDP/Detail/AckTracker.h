@@ -58,11 +58,26 @@ class AckTracker {
   std::uint64_t DuplicatesDropped() const noexcept { return m_duplicates; }
 
  private:
+  // Adds pn (not yet received, at or above the floor) to the ranges.
+  void Record(PacketNumber pn);
+  // Ranges remembered: m_older's and the newest.
+  std::size_t RangeCount() const noexcept { return m_older.RangeCount() + (m_anyReceived ? 1 : 0); }
+  // m_older changed at its top: m_olderEnd follows.
+  void SyncOlderEnd() noexcept { m_olderEnd = m_older.Empty() ? 0 : m_older.Back().end; }
+
   Microseconds m_maxAckDelay;
-  RangeSet m_received;
+  // The received numbers: the newest range, [m_newestBegin, m_newestEnd), is kept here and the
+  // older ones in m_older (ascending, below the newest and not adjacent to it). Packets that
+  // arrive in order only extend the newest range, and an ACK whose older ranges the peer has
+  // already seen (m_olderEnd <= m_reportFrom) reads only it, so neither touches m_older's heap
+  // block: on a server with a thousand busy connections that block was a cache miss on every
+  // packet and every ACK (issue 19). The largest received is m_newestEnd - 1.
+  PacketNumber m_newestBegin = 0;
+  PacketNumber m_newestEnd = 0;
+  PacketNumber m_olderEnd = 0;  // the end of m_older's highest range, 0 if it has none
+  RangeSet m_older;
   PacketNumber m_floor = 0;       // everything below is treated as received
   PacketNumber m_reportFrom = 0;  // ACK frames leave out the ranges wholly below
-  PacketNumber m_largest = 0;
   Microseconds m_largestArrival = 0;
   unsigned m_unackedElicitingCount = 0;
   bool m_anyReceived = false;

@@ -34,6 +34,7 @@ class RangeSet {
   const Range& Front() const noexcept { return m_ranges.front(); }
   const Range& Back() const noexcept { return m_ranges.back(); }
   void PopFront() { m_ranges.erase(m_ranges.begin()); }
+  void PopBack() noexcept { m_ranges.pop_back(); }
   void Clear() noexcept { m_ranges.clear(); }
   // Room for `count` ranges, so that growing to them allocates no more.
   std::size_t Capacity() const noexcept { return m_ranges.capacity(); }

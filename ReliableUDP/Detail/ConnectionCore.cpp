@@ -387,10 +387,10 @@ void ConnectionCore::OnDataPacket(const DecodedPacket& packet, std::size_t datag
   }
   FrameSummary summary;
   if (!CheckFrames(packet, summary)) return;
-  if (!StoreStreamData(packet)) return;
+  if (!StoreStreamData(packet, summary)) return;
   if (!RecordReceipt(packet, summary, datagramSize, now)) return;
   Microseconds reachedPeerAt = 0;
-  if (!ApplyControlFrames(packet, now, reachedPeerAt)) return;
+  if (!ApplyControlFrames(packet, summary, now, reachedPeerAt)) return;
   AfterDataPacket(reachedPeerAt, now);
 }
 
@@ -418,7 +418,7 @@ void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::
 
 bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
   FrameReader reader(packet.frames, packet.framesSize);
-  Frame frame;
+  Frame& frame = summary.frame;
   bool haveAck = false;
   while (!reader.AtEnd()) {
     if (reader.Next(frame) != DecodeStatus::Ok) {
@@ -435,6 +435,7 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
           return false;
         }
         haveAck = true;
+        summary.hasAck = true;
         // RFC 9000 21.4: a number we skipped was never sent, so a peer acknowledging it claims
         // packets it did not receive (an optimistic ACK, to inflate our window). No forgery
         // can hit a skipped number by chance often: the connection ends at once.
@@ -454,6 +455,11 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
         }
         summary.ackEliciting = true;
         summary.onlyPing = false;
+        if (summary.streamCount < kRecordedStreams) {
+          summary.streams[summary.streamCount++] = frame.stream;
+        } else {
+          summary.recorded = false;
+        }
         break;
       case FrameType::Ping:
         summary.ackEliciting = true;
@@ -462,6 +468,7 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
       case FrameType::Close:
         summary.ackEliciting = true;
         summary.onlyPing = false;
+        summary.recorded = false;
         break;
       case FrameType::Padding:
         break;
@@ -470,26 +477,35 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
   return true;
 }
 
-bool ConnectionCore::StoreStreamData(const DecodedPacket& packet) {
+bool ConnectionCore::StoreStreamData(const DecodedPacket& packet, const FrameSummary& summary) {
   if (m_phase == Phase::Draining) return true;  // the application will read nothing more
+  if (summary.recorded) {
+    for (std::size_t i = 0; i < summary.streamCount; ++i) {
+      if (!StoreStream(summary.streams[i])) return false;
+    }
+    return true;
+  }
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
-    if (frame.type != FrameType::Stream) continue;
-    const auto result =
-        MakeReceiveBuffer().Insert(frame.stream.offset, frame.stream.data, frame.stream.length);
-    if (result == ReceiveBuffer::InsertResult::TooFragmented) {
-      ++m_context.stats.droppedTooFragmented;
-      return false;
-    }
-    if (result == ReceiveBuffer::InsertResult::OverBudget) {
-      ++m_context.stats.droppedOverMemoryBudget;  // unacknowledged: the peer sends it again
-      return false;
-    }
-    if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
-      ProtocolViolation();
-      return false;
-    }
+    if (frame.type == FrameType::Stream && !StoreStream(frame.stream)) return false;
+  }
+  return true;
+}
+
+bool ConnectionCore::StoreStream(const StreamFrame& stream) {
+  const auto result = MakeReceiveBuffer().Insert(stream.offset, stream.data, stream.length);
+  if (result == ReceiveBuffer::InsertResult::TooFragmented) {
+    ++m_context.stats.droppedTooFragmented;
+    return false;
+  }
+  if (result == ReceiveBuffer::InsertResult::OverBudget) {
+    ++m_context.stats.droppedOverMemoryBudget;  // unacknowledged: the peer sends it again
+    return false;
+  }
+  if (result == ReceiveBuffer::InsertResult::BeyondWindow) {
+    ProtocolViolation();
+    return false;
   }
   return true;
 }
@@ -548,23 +564,17 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
   return true;
 }
 
-bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microseconds now,
-                                        Microseconds& reachedPeerAt) {
+bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, const FrameSummary& summary,
+                                        Microseconds now, Microseconds& reachedPeerAt) {
   m_progress = false;
+  // A recorded packet's only control frame is its ACK (STREAM and PING change nothing here).
+  if (summary.recorded) return !summary.hasAck || ApplyAck(summary.frame.ack, now, reachedPeerAt);
   FrameReader reader(packet.frames, packet.framesSize);
   Frame frame;
   while (!reader.AtEnd() && reader.Next(frame) == DecodeStatus::Ok) {
     switch (frame.type) {
       case FrameType::Ack:
-        // Progress (m_progress, set by OnPacketAcked) is only a newly acknowledged ack-eliciting
-        // packet of ours: acknowledging our ACK-only packets proves nothing a replay could not.
-        if (m_phase != Phase::Draining &&
-            m_loss.OnAckReceived(frame.ack, now, *this) != LossRecovery::AckResult::Ok) {
-          ProtocolViolation();
-          return false;
-        }
-        if (m_phase == Phase::Closed) return false;
-        reachedPeerAt = std::max(reachedPeerAt, ForgetAcknowledgedAckRanges(frame.ack, now));
+        if (!ApplyAck(frame.ack, now, reachedPeerAt)) return false;
         break;
       case FrameType::MaxData:
         if (frame.maxData > m_peerMaxData) {
@@ -595,6 +605,19 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, Microsecond
         break;
     }
   }
+  return true;
+}
+
+bool ConnectionCore::ApplyAck(const AckFrame& ack, Microseconds now, Microseconds& reachedPeerAt) {
+  // Progress (m_progress, set by OnPacketAcked) is only a newly acknowledged ack-eliciting
+  // packet of ours: acknowledging our ACK-only packets proves nothing a replay could not.
+  if (m_phase != Phase::Draining &&
+      m_loss.OnAckReceived(ack, now, *this) != LossRecovery::AckResult::Ok) {
+    ProtocolViolation();
+    return false;
+  }
+  if (m_phase == Phase::Closed) return false;
+  reachedPeerAt = std::max(reachedPeerAt, ForgetAcknowledgedAckRanges(ack, now));
   return true;
 }
 

@@ -974,3 +974,86 @@ TEST_CASE("a packet that acknowledges, overflows the message size and closes is 
   CHECK(received == Error::ProtocolError);
   CHECK(pair.server.Statistics().connectionsOpen == 0);
 }
+
+// ConnectionCore decodes the usual packet (ACK, STREAM, PING; at most four STREAM frames) once
+// and keeps its frames; other packets are walked again by each step. Both ways, every STREAM
+// frame's bytes are stored and the ACK applied, whatever order the frames come in.
+TEST_CASE("packets of many STREAM frames in any order and beside MAX_DATA deliver every byte",
+          "[rudp][sim][wire]") {
+  using namespace rudp::detail;
+  SimulatedNetwork network(48);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  ConnectionId serverId = 0;
+  PacketNumber serverLargest = 0;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint& to,
+                    const std::vector<std::uint8_t>& datagram) {
+    DecodedPacket packet;
+    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
+    if (from == pair.client.Address() && to == pair.server.Address() &&
+        packet.header.type == PacketType::Data) {
+      serverId = packet.header.destination;
+    }
+    if (from == pair.server.Address() && packet.header.type == PacketType::Data) {
+      serverLargest = std::max(serverLargest, packet.header.packetNumber);
+    }
+  };
+  std::vector<std::uint8_t> ping(1, 1);
+  pair.clientSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+  pair.serverSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+  std::vector<std::uint8_t> first;
+  pair.serverSide->AsyncReceive(first, [](boost::system::error_code) {});
+  network.RunFor(kSecond);
+  REQUIRE(serverId != 0);
+  REQUIRE(first == ping);
+  network.tap = nullptr;
+
+  // Three messages after "ping" (2 bytes of stream: its length and its byte), each a length
+  // prefix and its bytes, sent in one packet each as `chunks` STREAM frames in scrambled order.
+  std::uint64_t offset = 2;
+  PacketNumber packetNumber = 1000;
+  const auto sendMessage = [&](std::uint8_t size, std::size_t chunks, bool maxData) {
+    std::vector<std::uint8_t> stream{size};  // a 1-byte varint: size < 64
+    for (std::uint8_t i = 0; i < size; ++i) stream.push_back(static_cast<std::uint8_t>(size + i));
+    std::vector<std::size_t> order(chunks);  // scrambled: 0 5 4 3 2 1 for six
+    for (std::size_t i = 0; i < chunks; ++i) order[i] = chunks - 1 - i;
+    std::rotate(order.begin(), order.end() - 1, order.end());
+    std::vector<std::uint8_t> datagram(1200);
+    PacketWriter writer(datagram.data(), datagram.size());
+    writer.BeginData(serverId, packetNumber++);
+    const AckRange range{0, serverLargest};
+    REQUIRE(writer.AppendAck(&range, 1, 0));
+    const std::size_t chunk = (stream.size() + chunks - 1) / chunks;
+    for (std::size_t k : order) {
+      const std::size_t begin = k * chunk;
+      const std::size_t length = std::min(chunk, stream.size() - begin);
+      std::size_t written = 0;
+      REQUIRE(AppendStreamFrame(writer, offset + begin, stream.data() + begin, length, &written));
+      REQUIRE(written == length);
+      if (maxData && k == order.front()) REQUIRE(writer.AppendMaxData(1 << 24));
+    }
+    REQUIRE(writer.AppendPing());
+    datagram.resize(writer.Finish());
+    offset += stream.size();
+    pair.server.Deliver(pair.client.Address(), datagram);
+    return std::vector<std::uint8_t>(stream.begin() + 1, stream.end());
+  };
+  const auto many = sendMessage(30, 6, false);    // more STREAM frames than are kept
+  const auto control = sendMessage(20, 2, true);  // beside MAX_DATA
+  const auto usual = sendMessage(12, 3, false);   // the usual kind
+
+  for (const auto* expected : {&many, &control, &usual}) {
+    std::vector<std::uint8_t> message;
+    bool done = false;
+    boost::system::error_code error;
+    pair.serverSide->AsyncReceive(message, [&](boost::system::error_code ec) {
+      error = ec;
+      done = true;
+    });
+    REQUIRE(network.RunFor(kSecond, [&] { return done; }));
+    CHECK(!error);
+    CHECK(message == *expected);
+  }
+  CHECK(pair.server.Statistics().droppedMalformed == 0);
+  CHECK(pair.server.Statistics().droppedProtocolViolation == 0);
+}

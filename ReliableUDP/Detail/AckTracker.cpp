@@ -36,8 +36,8 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   m_anythingToAck = true;
   // Once there are a few gaps (losses, or numbers the peer skipped on purpose), make room for
   // every range at once: the set then never reallocates, however the gaps come. Not at the first
-  // gap: an idle connection, whose peer skips a number every few minutes, would hold room for 33
-  // ranges (528 bytes) to use two or three. (m_older holds at most kMaxAckRanges: all but the
+  // gap: an idle connection, whose peer skips a number every few minutes, would hold room for 32
+  // ranges (512 bytes) to use two or three. (m_older holds at most kMaxAckRanges: all but the
   // newest, and one more until the loop below forgets the oldest.)
   if (RangeCount() > kSmallRangeCount) m_older.Reserve(kMaxAckRanges);
 
@@ -53,12 +53,10 @@ bool AckTracker::OnPacketReceived(PacketNumber pn, bool ackEliciting, Microsecon
   // Bounded memory: an ACK frame carries at most kMaxAckRanges ranges, so older ones are
   // forgotten and everything below them counts as received (a very late packet there is
   // dropped as a duplicate; its data is retransmitted anyway once the peer declares it lost).
-  if (RangeCount() > kMaxAckRanges) {
-    while (RangeCount() > kMaxAckRanges) {
-      m_floor = m_older.Front().end;
-      m_older.PopFront();
-    }
-    SyncOlderEnd();
+  // (Only m_older's oldest go: its top, m_olderEnd, stays.)
+  while (RangeCount() > kMaxAckRanges) {
+    m_floor = m_older.Front().end;
+    m_older.PopFront();
   }
   return true;
 }

@@ -419,7 +419,6 @@ void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::
 bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summary) {
   FrameReader reader(packet.frames, packet.framesSize);
   Frame& frame = summary.frame;
-  bool haveAck = false;
   while (!reader.AtEnd()) {
     if (reader.Next(frame) != DecodeStatus::Ok) {
       ++m_context.stats.droppedMalformed;
@@ -430,11 +429,10 @@ bool ConnectionCore::CheckFrames(const DecodedPacket& packet, FrameSummary& summ
         // One ACK frame per packet: ours never send more (one frame holds every range we
         // remember), and a packet full of them would make the peer's ACKs cost a multiple of
         // the datagram's size to process.
-        if (haveAck || frame.ack.largest >= m_packetNumbers.Current()) {  // or never sent
+        if (summary.hasAck || frame.ack.largest >= m_packetNumbers.Current()) {  // or never sent
           ProtocolViolation();
           return false;
         }
-        haveAck = true;
         summary.hasAck = true;
         // RFC 9000 21.4: a number we skipped was never sent, so a peer acknowledging it claims
         // packets it did not receive (an optimistic ACK, to inflate our window). No forgery

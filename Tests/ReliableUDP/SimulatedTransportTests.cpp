@@ -117,6 +117,41 @@ struct CloseWatch {
   boost::system::error_code reason;
 };
 
+// For a test that writes the client's Data packets itself: watches a connected pair for the
+// server's connection ID and the largest packet number the server has sent (to acknowledge),
+// while it lives. Both sides first send a 1-byte message, the client's stream bytes 0-1.
+class ClientPacketTap {
+ public:
+  ClientPacketTap(SimulatedNetwork& network, ConnectedPair& pair) : m_network(network) {
+    using namespace rudp::detail;
+    network.tap = [this, &pair](const Udp::endpoint& from, const Udp::endpoint& to,
+                                const std::vector<std::uint8_t>& datagram) {
+      DecodedPacket packet;
+      if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
+      if (packet.header.type != PacketType::Data) return;
+      if (from == pair.client.Address() && to == pair.server.Address()) {
+        serverId = packet.header.destination;
+      }
+      if (from == pair.server.Address()) {
+        serverLargest = std::max(serverLargest, packet.header.packetNumber);
+      }
+    };
+    pair.clientSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+    pair.serverSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+    network.RunFor(kSecond);
+  }
+  ~ClientPacketTap() { m_network.tap = nullptr; }
+  ClientPacketTap(const ClientPacketTap&) = delete;
+  ClientPacketTap& operator=(const ClientPacketTap&) = delete;
+
+  const std::vector<std::uint8_t> ping = std::vector<std::uint8_t>(1, 1);
+  rudp::detail::ConnectionId serverId = 0;
+  rudp::detail::PacketNumber serverLargest = 0;
+
+ private:
+  SimulatedNetwork& m_network;
+};
+
 }  // namespace
 
 TEST_CASE("messages arrive exactly once in order and intact over a lossy reordering link",
@@ -927,25 +962,8 @@ TEST_CASE("a packet that acknowledges, overflows the message size and closes is 
   SimulatedNetwork network(47);
   ConnectedPair pair(network);
   REQUIRE(pair.connected);
-  ConnectionId serverId = 0;
-  PacketNumber serverLargest = 0;
-  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint& to,
-                    const std::vector<std::uint8_t>& datagram) {
-    DecodedPacket packet;
-    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
-    if (from == pair.client.Address() && to == pair.server.Address() &&
-        packet.header.type == PacketType::Data) {
-      serverId = packet.header.destination;
-    }
-    if (from == pair.server.Address() && packet.header.type == PacketType::Data) {
-      serverLargest = std::max(serverLargest, packet.header.packetNumber);
-    }
-  };
-  std::vector<std::uint8_t> ping(1, 1);
-  pair.clientSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
-  pair.serverSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
-  network.RunFor(kSecond);
-  REQUIRE(serverId != 0);
+  const ClientPacketTap tap(network, pair);
+  REQUIRE(tap.serverId != 0);
 
   std::vector<std::uint8_t> incoming;
   boost::system::error_code received;
@@ -960,8 +978,8 @@ TEST_CASE("a packet that acknowledges, overflows the message size and closes is 
 
   std::vector<std::uint8_t> datagram(1200);
   PacketWriter writer(datagram.data(), datagram.size());
-  writer.BeginData(serverId, 1000);
-  const AckRange range{0, serverLargest};
+  writer.BeginData(tap.serverId, 1000);
+  const AckRange range{0, tap.serverLargest};
   REQUIRE(writer.AppendAck(&range, 1, 0));
   const std::uint8_t hugePrefix[] = {0xBF, 0xFF, 0xFF, 0xFF};  // a 4-byte varint near 2^30
   std::size_t written = 0;
@@ -984,29 +1002,12 @@ TEST_CASE("packets of many STREAM frames in any order and beside MAX_DATA delive
   SimulatedNetwork network(48);
   ConnectedPair pair(network);
   REQUIRE(pair.connected);
-  ConnectionId serverId = 0;
-  PacketNumber serverLargest = 0;
-  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint& to,
-                    const std::vector<std::uint8_t>& datagram) {
-    DecodedPacket packet;
-    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
-    if (from == pair.client.Address() && to == pair.server.Address() &&
-        packet.header.type == PacketType::Data) {
-      serverId = packet.header.destination;
-    }
-    if (from == pair.server.Address() && packet.header.type == PacketType::Data) {
-      serverLargest = std::max(serverLargest, packet.header.packetNumber);
-    }
-  };
-  std::vector<std::uint8_t> ping(1, 1);
-  pair.clientSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
-  pair.serverSide->AsyncSend(boost::asio::buffer(ping), [](boost::system::error_code) {});
+  const ClientPacketTap tap(network, pair);
+  REQUIRE(tap.serverId != 0);
   std::vector<std::uint8_t> first;
   pair.serverSide->AsyncReceive(first, [](boost::system::error_code) {});
   network.RunFor(kSecond);
-  REQUIRE(serverId != 0);
-  REQUIRE(first == ping);
-  network.tap = nullptr;
+  REQUIRE(first == tap.ping);
 
   // Three messages after "ping" (2 bytes of stream: its length and its byte), each a length
   // prefix and its bytes, sent in one packet each as `chunks` STREAM frames in scrambled order.
@@ -1020,8 +1021,8 @@ TEST_CASE("packets of many STREAM frames in any order and beside MAX_DATA delive
     std::rotate(order.begin(), order.end() - 1, order.end());
     std::vector<std::uint8_t> datagram(1200);
     PacketWriter writer(datagram.data(), datagram.size());
-    writer.BeginData(serverId, packetNumber++);
-    const AckRange range{0, serverLargest};
+    writer.BeginData(tap.serverId, packetNumber++);
+    const AckRange range{0, tap.serverLargest};
     REQUIRE(writer.AppendAck(&range, 1, 0));
     const std::size_t chunk = (stream.size() + chunks - 1) / chunks;
     for (std::size_t k : order) {

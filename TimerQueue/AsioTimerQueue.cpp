@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/defer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <mutex>
@@ -21,7 +23,7 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
 
   Dispatcher(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
              AsioTimerQueueOptions options)
-      : m_queue(queue), m_options(std::move(options)), m_timer(ioContext) {}
+      : m_queue(queue), m_options(std::move(options)), m_ioContext(ioContext), m_timer(ioContext) {}
 
   std::recursive_mutex& Mutex() { return m_mutex; }
   IManageTimerQueue& Queue() { return m_queue; }
@@ -30,7 +32,12 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   void AimIfSooner() {
     if (m_dispatching || m_shutdown) return;  // the dispatcher aims it when it ends
     const Ticks next = m_queue.GetNextExpiry();
-    if (next < m_aimedAt) Aim(next);
+    if (next >= m_aimedAt) return;
+    if (next == 0) {
+      PostDispatch();
+    } else {
+      Aim(next);
+    }
   }
 
   void BeginShutdown() noexcept {
@@ -79,6 +86,25 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
                              const boost::system::error_code&) { self->OnTimerCompleted(aim); }));
   }
 
+  // Something is due already: a set found the clock past the next expiry before the steady_timer's
+  // wait completed (on a busy queue, a datagram that arrives in the first moments of each tick).
+  // A posted handler dispatches it; re-aiming the steady_timer at 0 instead would reprogram the
+  // system timer twice (Linux: timerfd_settime when aimed, again when the reactor takes the
+  // expiry), about 7 us each in a VM, on every tick. The pending wait is left alone: it is stale
+  // now, and the dispatch's own aim replaces it. From an io thread the handler is deferred, so it
+  // runs after the current handler with no wake-up of the reactor.
+  void PostDispatch() {
+    ++m_aim;
+    m_aimedAt = 0;  // until the dispatch aims again, no set needs to do anything
+    auto handler = detail::WithMemory(
+        m_handlerMemory, [self = shared_from_this(), aim = m_aim] { self->OnTimerCompleted(aim); });
+    if (m_ioContext.get_executor().running_in_this_thread()) {
+      boost::asio::defer(m_ioContext, std::move(handler));
+    } else {
+      boost::asio::post(m_ioContext, std::move(handler));
+    }
+  }
+
   void OnTimerCompleted(std::uint64_t aim) {
     Lock lock(m_mutex);
     if (m_shutdown || aim != m_aim) return;  // cancelled, or superseded by a sooner aim
@@ -104,6 +130,7 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   std::condition_variable_any m_idle;  // signalled when a dispatch ends
   IManageTimerQueue& m_queue;
   const AsioTimerQueueOptions m_options;
+  boost::asio::io_context& m_ioContext;
   boost::asio::steady_timer m_timer;
   Ticks m_aimedAt = IManageTimerQueue::kNoExpiry;  // the expiry the steady_timer is aimed at
   std::uint64_t m_aim = 0;                         // which aim a completion belongs to

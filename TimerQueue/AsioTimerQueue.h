@@ -30,8 +30,10 @@ using AsioTimerQueueOptions = LockingDriverOptions;
 //  - Allocation: the steady_timer's wait operations come from recycled blocks of the driver's
 //    own (detail::HandlerMemory, its own small mutex), so once warm, aiming allocates nothing.
 //
-// Wake-ups: a set re-aims the steady_timer only if it brings the next expiry forward; each
-// completion that finds work to do, or not, is reported to the monitor's OnDispatchWakeUp.
+// Wake-ups: a set re-aims the steady_timer only if it brings the next expiry forward, and posts a
+// dispatch instead if that expiry is due already (the clock passed it before the wait completed);
+// each completion or posted dispatch, whether it finds work to do or not, is reported to the
+// monitor's OnDispatchWakeUp.
 // Errors: a callback that throws is reported to onCallbackError and dispatch carries on.
 // Shutdown: BeginShutdown cancels the steady_timer; timers still pending never fire (they stay in
 // the underlying queue). After WaitForShutdownToComplete returns true no callback is running or

@@ -16,6 +16,7 @@
 #include "Support/DriverFailureFixture.h"
 #include "Support/DriverTraits.h"
 #include "Support/FunctionTimer.h"
+#include "Support/ManualTickProvider.h"
 #include "Support/WaitableCount.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 #include "TimerQueue/SystemTickProvider.h"
@@ -332,4 +333,38 @@ TEMPLATE_TEST_CASE("the error handler runs without the driver's lock", "[.][real
   REQUIRE(Ready(future));
   CHECK(otherThreadGotIn);
   f.ShutdownAndRequireNoLeak();
+}
+
+// A set that finds an expiry already due (the queue's clock passed it while the steady_timer's
+// wait was still far off: on a busy server, a datagram in the first moments of a tick) has it
+// dispatched by the io_context's next handler, not at the wait's end. Here the wait is a minute of
+// real time and the clock is the test's, so only that dispatch can fire the timer.
+TEST_CASE("the Asio driver dispatches an expiry that a set finds already due at once", "[driver]") {
+  ManualTickProvider ticks;
+  CountingTimerQueueMonitor monitor;
+  auto queue = WheelTraits::Make(ticks, &monitor);
+  boost::asio::io_context io;
+  AsioTimerQueueOptions options;
+  options.monitor = &monitor;
+  AsioTimerQueue driver(io, *queue, options);
+  std::vector<UserData> fired;
+  FunctionTimer timer([&](UserData data) { fired.push_back(data); });
+  TimerHandle due = driver.CreateTimer();
+  TimerHandle later = driver.CreateTimer();
+  driver.SetTimer(due, timer, 59'000, 1);
+  io.poll();
+  CHECK(fired.empty());
+
+  ticks.Advance(60'000);
+  driver.SetTimer(later, timer, 30'000, 2);  // finds `due` due
+  io.poll();
+  CHECK(fired == std::vector<UserData>{1});
+  CHECK(driver.TimerIsSet(later));
+
+  driver.DestroyTimer(due);
+  driver.DestroyTimer(later);
+  driver.BeginShutdown();
+  io.poll();
+  CHECK(driver.WaitForShutdownToComplete(std::chrono::milliseconds(0)));
+  CHECK(monitor.LiveTimers() == 0);
 }

@@ -46,7 +46,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -65,6 +64,7 @@
 #include "ReliableUDP/LockedEngine.h"
 #include "ReliableUDP/SharedAdmission.h"
 #include "TimerQueue/AsioTimerQueue.h"
+#include "TimerQueue/Detail/DeferOrPost.h"
 #include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
@@ -75,6 +75,7 @@ namespace timerwheel::rudp {
 namespace {
 
 using Udp = boost::asio::ip::udp;
+using timerwheel::detail::DeferOrPost;
 using timerwheel::detail::HandlerMemory;
 using timerwheel::detail::WithMemory;
 
@@ -480,13 +481,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         m_completionsScheduled = false;
         return;
       }
-      auto run =
-          WithMemory(m_owner.m_handlerMemory, [self = std::move(self), this] { RunCompletions(); });
-      if (m_owner.m_ioContext.get_executor().running_in_this_thread()) {
-        boost::asio::defer(m_owner.m_ioContext, std::move(run));
-      } else {
-        boost::asio::post(m_owner.m_ioContext, std::move(run));
-      }
+      DeferOrPost(m_owner.m_ioContext,
+                  WithMemory(m_owner.m_handlerMemory,
+                             [self = std::move(self), this] { RunCompletions(); }));
     }
 
     // Runs the completions queued when it starts (those queued while they run wait for the next

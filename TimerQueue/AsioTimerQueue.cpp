@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/defer.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "TimerQueue/Detail/DeferOrPost.h"
 #include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
 #include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/Detail/MaximumSleep.h"
@@ -91,18 +90,15 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   // A posted handler dispatches it; re-aiming the steady_timer at 0 instead would reprogram the
   // system timer twice (Linux: timerfd_settime when aimed, again when the reactor takes the
   // expiry), about 7 us each in a VM, on every tick. The pending wait is left alone: it is stale
-  // now, and the dispatch's own aim replaces it. From an io thread the handler is deferred, so it
-  // runs after the current handler with no wake-up of the reactor.
+  // now, and the dispatch's own aim replaces it. Until that aim, m_aimedAt is 0, so however many
+  // sets find something due, one dispatch is posted.
   void PostDispatch() {
     ++m_aim;
-    m_aimedAt = 0;  // until the dispatch aims again, no set needs to do anything
-    auto handler = detail::WithMemory(
-        m_handlerMemory, [self = shared_from_this(), aim = m_aim] { self->OnTimerCompleted(aim); });
-    if (m_ioContext.get_executor().running_in_this_thread()) {
-      boost::asio::defer(m_ioContext, std::move(handler));
-    } else {
-      boost::asio::post(m_ioContext, std::move(handler));
-    }
+    m_aimedAt = 0;
+    detail::DeferOrPost(
+        m_ioContext, detail::WithMemory(m_handlerMemory, [self = shared_from_this(), aim = m_aim] {
+          self->OnTimerCompleted(aim);
+        }));
   }
 
   void OnTimerCompleted(std::uint64_t aim) {

@@ -297,7 +297,7 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
                                                                Microseconds now) {
   auto& stats = m_context.stats;
   m_admission.OnAdmitted(from, now);
-  const std::uint32_t slot = AllocateSlot();
+  const std::uint32_t slot = m_slots.Allocate();
   const ConnectionId id = NewConnectionId();
   auto connection =
       std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Server, id, from,
@@ -432,7 +432,7 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   if (!m_admission.UnderConnectionLimit()) {
     return Post(completion, EngineError::ConnectionLimit, nullptr);
   }
-  const std::uint32_t slot = AllocateSlot();
+  const std::uint32_t slot = m_slots.Allocate();
   const ConnectionId id = NewConnectionId();
   auto connection =
       std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Client, id, remote,
@@ -475,7 +475,7 @@ bool EndpointCore::KnowsResetToken(const ResetToken& token) const {
 
 void EndpointCore::AfterCall(ConnectionCore& connection) {
   const std::uint32_t slot = connection.Slot().index;
-  if (slot < m_slots.size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
+  if (slot < m_slots.Size() && m_slots[slot].connection.get() == &connection) HandleEvents(slot);
 }
 
 void EndpointCore::HandleEvents(std::uint32_t slot) {
@@ -523,7 +523,7 @@ void EndpointCore::Retire(std::uint32_t slot) {
   }
   entry.connection.reset();  // the public Connection, if any, keeps the state for its caller
   ++entry.generation;        // timer expiries already detached for the old one are ignored
-  m_freeSlots.push_back(slot);
+  m_slots.Release(slot);
   --m_context.stats.connectionsOpen;
   m_admission.OnClosed();
   CompactHandshakeExpiries();
@@ -534,7 +534,7 @@ void EndpointCore::Retire(std::uint32_t slot) {
 bool EndpointCore::IsCurrent(const ConnectionCore& connection) const noexcept {
   // Its slot may be gone: ShrinkTables cuts free slots off the table's end.
   const std::uint32_t index = connection.Slot().index;
-  return index < m_slots.size() && m_slots[index].connection.get() == &connection;
+  return index < m_slots.Size() && m_slots[index].connection.get() == &connection;
 }
 
 void EndpointCore::CompactAcceptQueue() {
@@ -551,7 +551,7 @@ void EndpointCore::CompactAcceptQueue() {
 void EndpointCore::Shutdown() {
   if (m_shutDown) return;
   const auto reason = EngineError::EndpointClosed;
-  for (std::uint32_t slot = 0; slot < m_slots.size(); ++slot) {
+  for (std::uint32_t slot = 0; slot < m_slots.Size(); ++slot) {
     if (!m_slots[slot].connection) continue;
     m_slots[slot].connection->Shutdown(reason);
     HandleEvents(slot);
@@ -579,7 +579,7 @@ void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
 }
 
 bool EndpointCore::IsLive(const HandshakeExpiry& expiry) const noexcept {
-  return expiry.slot < m_slots.size() && m_slots[expiry.slot].generation == expiry.generation &&
+  return expiry.slot < m_slots.Size() && m_slots[expiry.slot].generation == expiry.generation &&
          m_slots[expiry.slot].inHandshakeMap;
 }
 
@@ -624,24 +624,12 @@ void EndpointCore::ShrinkTables() {
   m_byId.ShrinkIfSparse();
   ShrinkMap(m_byHandshake);
   ShrinkMap(m_byResetToken);
-  // The connection table: slots are never moved (timers carry their index), but free ones at
-  // its end are cut off once it is four times larger than the connections open.
-  if (m_slots.size() <= 64 || m_context.stats.connectionsOpen * 4 >= m_slots.size()) return;
-  while (!m_slots.empty() && !m_slots.back().connection) {
-    m_generationFloor = std::max(m_generationFloor, m_slots.back().generation);
-    m_slots.pop_back();
-  }
-  const auto size = static_cast<std::uint32_t>(m_slots.size());
-  m_freeSlots.erase(std::remove_if(m_freeSlots.begin(), m_freeSlots.end(),
-                                   [size](std::uint32_t slot) { return slot >= size; }),
-                    m_freeSlots.end());
-  if (m_slots.capacity() > 2 * m_slots.size() + 64) m_slots.shrink_to_fit();
-  if (m_freeSlots.capacity() > 2 * m_freeSlots.size() + 64) m_freeSlots.shrink_to_fit();
+  m_slots.ShrinkIfSparse(m_context.stats.connectionsOpen);
 }
 
 EndpointCore::TableSizes EndpointCore::Tables() const {
   TableSizes sizes;
-  sizes.slots = m_slots.size();
+  sizes.slots = m_slots.Size();
   sizes.connectionIds = m_byId.Size();
   sizes.connectionIdBuckets = m_byId.Capacity();
   sizes.handshakes = m_byHandshake.size();
@@ -657,19 +645,6 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
 ConnectionCore* EndpointCore::FindConnection(ConnectionId localId) noexcept {
   const std::uint32_t slot = m_byId.Find(localId);
   return slot == ConnectionIdTable::kNotFound ? nullptr : m_slots[slot].connection.get();
-}
-
-std::uint32_t EndpointCore::AllocateSlot() {
-  if (!m_freeSlots.empty()) {
-    const std::uint32_t slot = m_freeSlots.back();
-    m_freeSlots.pop_back();
-    return slot;
-  }
-  if (m_slots.size() >= kMaxConnectionSlots)
-    throw std::length_error("ReliableUDP: too many connections");
-  m_slots.emplace_back();
-  m_slots.back().generation = m_generationFloor;
-  return static_cast<std::uint32_t>(m_slots.size() - 1);
 }
 
 ConnectionId EndpointCore::NewConnectionId() {
@@ -692,7 +667,7 @@ void EndpointCore::OnTimer(UserData userData) {
   if (m_shutDown) return;
   const TimerTarget target = UnpackTimerTarget(userData);
   const std::uint32_t slot = target.connection.index;
-  if (slot >= m_slots.size() || m_slots[slot].generation != target.connection.generation ||
+  if (slot >= m_slots.Size() || m_slots[slot].generation != target.connection.generation ||
       !m_slots[slot].connection) {
     return;  // the connection this expiry was for is gone
   }

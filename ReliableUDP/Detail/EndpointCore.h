@@ -15,6 +15,7 @@
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
 #include "ReliableUDP/Detail/SipHash.h"
+#include "ReliableUDP/Detail/SlotTable.h"
 #include "ReliableUDP/Detail/TimerTarget.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
 #include "ReliableUDP/Detail/WireFormat.h"
@@ -120,6 +121,7 @@ class EndpointCore final : public ITimer {
     bool inHandshakeMap = false;          // server side, while its cookie could still be replayed
     Microseconds handshakeExpiresAt = 0;  // when its cookie stops verifying (server side)
     bool inAcceptQueue = false;           // established, waiting for an accept
+    bool InUse() const noexcept { return connection != nullptr; }
   };
   struct HandshakeKey {
     Address remote;
@@ -164,7 +166,6 @@ class EndpointCore final : public ITimer {
                           Microseconds now);
   void RegisterResetToken(std::uint32_t slot);
   void RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token);
-  std::uint32_t AllocateSlot();
   ConnectionId NewConnectionId();
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);
@@ -184,8 +185,7 @@ class EndpointCore final : public ITimer {
   // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
   std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;
-  std::vector<Slot> m_slots;
-  std::vector<std::uint32_t> m_freeSlots;
+  SlotTable<Slot> m_slots{kMaxConnectionSlots};
   ConnectionIdTable m_byId;
   std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
   // Keyed handshakes whose connection ended within its cookie's lifetime: a replay is dropped.
@@ -209,9 +209,6 @@ class EndpointCore final : public ITimer {
   std::vector<HandshakeExpiry> m_handshakeExpiries;
   std::size_t m_handshakeExpiryHead = 0;
   std::size_t m_deadHandshakeExpiries = 0;
-  // New slots start at this generation: above that of every slot trimmed off the table's end,
-  // so that an expiry detached for a trimmed slot never matches its successor.
-  std::uint32_t m_generationFloor = 0;
   std::unordered_map<std::uint32_t, ConnectCompletion> m_connects;  // by slot, until done
   // Established and not yet accepted, in order; a connection that ends meanwhile stays until an
   // accept passes it or a compaction drops it (so that ending one costs O(1), not a scan of the

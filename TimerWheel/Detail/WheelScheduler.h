@@ -101,8 +101,10 @@ class WheelScheduler {
   TIMERWHEEL_ALWAYS_INLINE bool Reschedule(std::uint32_t id, Ticks deadline) noexcept {
     const Ticks slot = SlotOf(deadline);
     const Node& node = m_pool.NodeOf(id);
-    // Already last in the list it would be appended to: relinking would change nothing.
-    if (node.next == kNoIndex && node.list == ListOf(slot)) return false;
+    // Already last in the list it would be appended to: relinking would change nothing. The ring
+    // index alone decides it: no timer is ever at ring index cursor % N (RingSize), so a timer
+    // due at once (slot == cursor) never matches and is relinked onto the expired list.
+    if (node.next == kNoIndex && node.list == (slot & m_slotMask)) return false;
     Detach(id);
     Link(id, slot);
     return false;
@@ -184,7 +186,9 @@ class WheelScheduler {
   }
   // `span` is M + margin: the furthest a deadline can be from the reading it was computed from.
   static std::size_t RingSize(Ticks span, Milliseconds granularity) {
-    const std::size_t needed = static_cast<std::size_t>((span + granularity - 1) / granularity + 1);
+    // One slot more than the furthest a deadline can reach (ceil(span / g) + 1 ahead of the
+    // cursor), so that the ring index of the cursor's own slot holds no timer: see Reschedule.
+    const std::size_t needed = static_cast<std::size_t>((span + granularity - 1) / granularity + 2);
     if (needed > kMaximumSlots) {
       throw std::invalid_argument("TimerWheel: maximum timeout / granularity needs " +
                                   std::to_string(needed) + " slots; the limit is " +

@@ -22,9 +22,10 @@ namespace timerwheel::rudp::detail {
 // the free list's entries of the slots it removed in place, "stale", rather than filtering the list
 // at once: filtering at every cut, and at every release past the sparse threshold even when nothing
 // was cut, made ending connections quadratic (a million connections ending in slot order, the
-// last slot's last, kept the thread busy for tens of seconds). Stale entries are filtered out in one
-// pass once they are at least half of the list, and an allocation skips those it meets. The table
-// grows only when the list is empty, so an index never has a stale entry and a live one at once.
+// last slot's last, kept the thread busy for tens of seconds). Stale entries are filtered out in
+// one pass once they are at least half of the list, and an allocation skips those it meets. The
+// table grows only when the list is empty, so an index never has a stale entry and a live one at
+// once.
 //
 // Not thread-safe: the shard's lock guards it.
 template <class Slot>

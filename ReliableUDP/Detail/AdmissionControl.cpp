@@ -12,19 +12,13 @@ constexpr std::size_t kV6PrefixBytes = 7;  // /56
 
 }  // namespace
 
-AdmissionControl::AdmissionControl(const EndpointOptions& options) noexcept
+AdmissionControl::AdmissionControl(const EndpointOptions& options)
     : m_maxConnections(options.maxConnections),
       m_perAddress(options.maxConnectionsPerAddress),
       m_perPrefix(options.maxConnectionsPerPrefix),
-      m_rate(options.newConnectionsPerSecond) {}
-
-std::size_t AdmissionControl::KeyHash::operator()(const Key& key) const noexcept {
-  // FNV-1a: the keys are validated source addresses (a handshake cookie proved each), so an
-  // attacker cannot choose many colliding ones cheaply.
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const std::uint8_t byte : key.bytes) hash = (hash ^ byte) * 1099511628211ull;
-  return static_cast<std::size_t>(hash);
-}
+      m_rate(options.newConnectionsPerSecond),
+      m_byAddress(MakePeerKeyedMap<Key, std::size_t>()),
+      m_byPrefix(MakePeerKeyedMap<Key, std::size_t>()) {}
 
 AdmissionControl::Key AdmissionControl::AddressKey(const Address& address) noexcept {
   Key key;
@@ -70,12 +64,7 @@ void AdmissionControl::Decrement(Counts& counts, const Key& key) {
   const auto found = counts.find(key);
   if (found == counts.end()) return;
   if (--found->second == 0) counts.erase(found);
-  // An unordered_map never gives its buckets back by itself: after a burst, rebuild it smaller
-  // (amortised: only once it is four times emptier than its buckets).
-  if (counts.bucket_count() > 64 && counts.size() * 4 < counts.bucket_count()) {
-    Counts smaller(counts.begin(), counts.end());
-    counts.swap(smaller);
-  }
+  ShrinkIfSparse(counts);  // after a burst
 }
 
 }  // namespace timerwheel::rudp::detail

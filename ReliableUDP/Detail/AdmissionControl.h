@@ -5,9 +5,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 
 #include "ReliableUDP/Detail/Address.h"
+#include "ReliableUDP/Detail/PeerKeyedMap.h"
 #include "ReliableUDP/Detail/ProtocolTypes.h"
 #include "ReliableUDP/Detail/TokenBucket.h"
 #include "ReliableUDP/EndpointOptions.h"
@@ -46,7 +46,8 @@ class IAdmission {
 // Not thread-safe (the endpoint's lock guards it, or ReliableUDP/SharedAdmission.h's).
 class AdmissionControl final : public IAdmission {
  public:
-  explicit AdmissionControl(const EndpointOptions& options) noexcept;
+  // Throws std::runtime_error if there is no random source (its maps' hash keys).
+  explicit AdmissionControl(const EndpointOptions& options);
 
   bool MayAdmit(const Address& from, Microseconds now) override;
   void OnAdmitted(const Address& from, Microseconds now) override;
@@ -62,11 +63,12 @@ class AdmissionControl final : public IAdmission {
   struct Key {
     std::array<std::uint8_t, 17> bytes{};  // family, then the (masked) address bytes
     bool operator==(const Key& other) const noexcept { return bytes == other.bytes; }
+    // Keyed (PeerKeyedMap): FNV-1a let a peer search out IPv6 addresses that share a bucket.
+    friend const std::array<std::uint8_t, 17>& HashBytes(const Key& key) noexcept {
+      return key.bytes;
+    }
   };
-  struct KeyHash {
-    std::size_t operator()(const Key& key) const noexcept;
-  };
-  using Counts = std::unordered_map<Key, std::size_t, KeyHash>;
+  using Counts = PeerKeyedMap<Key, std::size_t>;
 
   static Key AddressKey(const Address& address) noexcept;
   static Key PrefixKey(const Address& address) noexcept;

@@ -39,6 +39,8 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
       m_admission(shard.admission != nullptr ? *shard.admission : *m_ownAdmission),
       m_statelessReplies(options.statelessRepliesPerSecond),
       m_keyExchanges(options.newConnectionsPerSecond),
+      m_byResetToken(MakePeerKeyedMap<std::uint64_t, std::uint32_t>()),
+      m_byHandshake(MakePeerKeyedMap<HandshakeKey, std::uint32_t>()),
       m_retiredHandshakes(RetiredHandshakeCapacity(options)),
       m_retiredHandshakeHashKey(RandomSipHashKey()) {}
 
@@ -357,13 +359,7 @@ void EndpointCore::OnReset(const Address& from, const PacketHeader& header) {
 
 std::uint64_t EndpointCore::RetiredHandshakeKey(const Address& from,
                                                 ConnectionId clientId) const noexcept {
-  std::array<std::uint8_t, 1 + 16 + 2 + 8> bytes{};  // family, address, port, client's ID
-  bytes[0] = static_cast<std::uint8_t>(from.family);
-  std::copy(from.bytes.begin(), from.bytes.end(), bytes.begin() + 1);
-  bytes[17] = static_cast<std::uint8_t>(from.port >> 8);
-  bytes[18] = static_cast<std::uint8_t>(from.port);
-  for (std::size_t i = 0; i < 8; ++i)
-    bytes[19 + i] = static_cast<std::uint8_t>(clientId >> (8 * i));
+  const auto bytes = HashBytes(HandshakeKey{from, clientId});
   return SipHash24(m_retiredHandshakeHashKey, bytes.data(), bytes.size());
 }
 
@@ -607,23 +603,10 @@ void EndpointCore::CompactHandshakeExpiries() {
   }
 }
 
-namespace {
-
-// An unordered_map never gives its buckets back by itself: rebuilt smaller once it is four
-// times emptier than its buckets (amortised O(1) per erase).
-template <class Map>
-void ShrinkMap(Map& map) {
-  if (map.bucket_count() <= 64 || map.size() * 4 >= map.bucket_count()) return;
-  Map smaller(map.begin(), map.end());
-  map.swap(smaller);
-}
-
-}  // namespace
-
 void EndpointCore::ShrinkTables() {
   m_byId.ShrinkIfSparse();
-  ShrinkMap(m_byHandshake);
-  ShrinkMap(m_byResetToken);
+  ShrinkIfSparse(m_byHandshake);
+  ShrinkIfSparse(m_byResetToken);
   m_slots.ShrinkIfSparse(m_context.stats.connectionsOpen);
 }
 

@@ -1,6 +1,7 @@
 // The sans-I/O endpoint: connection table, demultiplexing, stateless handshake, timers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -13,6 +14,7 @@
 #include "ReliableUDP/Detail/ConnectionIdTable.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "ReliableUDP/Detail/PeerKeyedMap.h"
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
 #include "ReliableUDP/Detail/SipHash.h"
 #include "ReliableUDP/Detail/SlotTable.h"
@@ -114,6 +116,28 @@ class EndpointCore final : public ITimer {
 
   void OnTimer(UserData userData) override;  // ITimer
 
+  // A handshake's identity: the peer's address and the client ID it chose (public for its test).
+  struct HandshakeKey {
+    Address remote;
+    ConnectionId clientId = 0;
+    bool operator==(const HandshakeKey& other) const noexcept {
+      return clientId == other.clientId && remote == other.remote;
+    }
+    // For PeerKeyedMap and RetiredHandshakeKey: the family, the address, the port and the client
+    // ID (a hash that left the address out let peers on many addresses share one bucket by
+    // choosing the client ID and the port). The scope is left out: equal keys still hash equal.
+    friend std::array<std::uint8_t, 27> HashBytes(const HandshakeKey& key) noexcept {
+      std::array<std::uint8_t, 27> bytes{};
+      bytes[0] = static_cast<std::uint8_t>(key.remote.family);
+      for (std::size_t i = 0; i < 16; ++i) bytes[1 + i] = key.remote.bytes[i];
+      bytes[17] = static_cast<std::uint8_t>(key.remote.port >> 8);
+      bytes[18] = static_cast<std::uint8_t>(key.remote.port);
+      for (std::size_t i = 0; i < 8; ++i)
+        bytes[19 + i] = static_cast<std::uint8_t>(key.clientId >> (8 * i));
+      return bytes;
+    }
+  };
+
  private:
   struct Slot {
     std::shared_ptr<ConnectionCore> connection;
@@ -122,18 +146,6 @@ class EndpointCore final : public ITimer {
     Microseconds handshakeExpiresAt = 0;  // when its cookie stops verifying (server side)
     bool inAcceptQueue = false;           // established, waiting for an accept
     bool InUse() const noexcept { return connection != nullptr; }
-  };
-  struct HandshakeKey {
-    Address remote;
-    ConnectionId clientId = 0;
-    bool operator==(const HandshakeKey& other) const noexcept {
-      return clientId == other.clientId && remote == other.remote;
-    }
-  };
-  struct HandshakeKeyHash {
-    std::size_t operator()(const HandshakeKey& key) const noexcept {
-      return static_cast<std::size_t>(key.clientId ^ (std::uint64_t{key.remote.port} << 48));
-    }
   };
 
   void OnHello(const Address& from, const PacketHeader& header);
@@ -183,11 +195,11 @@ class EndpointCore final : public ITimer {
   // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU.
   TokenBucket m_keyExchanges;
   // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
-  std::unordered_map<std::uint64_t, std::uint32_t> m_byResetToken;
+  PeerKeyedMap<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;
   SlotTable<Slot> m_slots{kMaxConnectionSlots};
   ConnectionIdTable m_byId;
-  std::unordered_map<HandshakeKey, std::uint32_t, HandshakeKeyHash> m_byHandshake;
+  PeerKeyedMap<HandshakeKey, std::uint32_t> m_byHandshake;
   // Keyed handshakes whose connection ended within its cookie's lifetime: a replay is dropped.
   RetiredHandshakes m_retiredHandshakes;
   SipHashKey m_retiredHandshakeHashKey;

@@ -67,7 +67,7 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
   // Copy only the bytes not present yet (the gaps between existing ranges): each offset is stored
   // once, so a misbehaving peer cannot rewrite bytes already received.
   const std::uint64_t chunkSize = m_pool.ChunkSize();
-  if (m_chunks.empty()) m_chunkBase = m_consumed - m_consumed % chunkSize;
+  if (m_chunks.Empty()) m_chunkBase = m_consumed - m_consumed % chunkSize;
 
   // First the budgets: how many chunks the gaps need that are not there yet. Walked by chunk,
   // not by byte: at most window / chunk size steps, and each new chunk is counted once.
@@ -84,7 +84,7 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
         for (std::size_t index = firstIndex; index <= lastIndex; ++index) {
           if (index == lastCounted) continue;
           lastCounted = index;
-          if (index >= m_chunks.size() || m_chunks[index] == nullptr) ++newChunks;
+          if (index >= m_chunks.Size() || m_chunks[index] == nullptr) ++newChunks;
         }
       }
       if (!more) break;
@@ -106,7 +106,7 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
     const std::uint64_t gapEnd = more ? m_outOfOrder[i].begin : end;
     for (std::uint64_t at = cursor; at < gapEnd;) {
       const auto index = static_cast<std::size_t>((at - m_chunkBase) / chunkSize);
-      if (index >= m_chunks.size()) m_chunks.resize(index + 1, nullptr);
+      m_chunks.GrowTo(index + 1);
       if (m_chunks[index] == nullptr) {
         m_chunks[index] = m_pool.Acquire();  // lazily, as needed
         ++m_chunksHeld;
@@ -164,9 +164,9 @@ ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& 
   // used one too, so that an idle buffer holds no chunk (Insert restarts at the consumed offset).
   std::size_t freed = 0;
   if (m_consumed == m_contiguousEnd && m_outOfOrder.Empty()) {
-    freed = m_chunks.size();
+    freed = m_chunks.Size();
   } else {
-    while (freed < m_chunks.size() && m_chunkBase + (freed + 1) * chunkSize <= m_consumed) ++freed;
+    while (freed < m_chunks.Size() && m_chunkBase + (freed + 1) * chunkSize <= m_consumed) ++freed;
   }
   if (freed > 0) {
     for (std::size_t i = 0; i < freed; ++i) {
@@ -175,7 +175,7 @@ ReceiveBuffer::ReadResult ReceiveBuffer::ReadMessage(std::vector<std::uint8_t>& 
         --m_chunksHeld;
       }
     }
-    m_chunks.erase(m_chunks.begin(), m_chunks.begin() + static_cast<std::ptrdiff_t>(freed));
+    m_chunks.Pop(freed);
     m_chunkBase += freed * chunkSize;
   }
   return ReadResult::Message;
@@ -190,8 +190,8 @@ std::uint64_t ReceiveBuffer::BytesHeld() const noexcept {
 }
 
 void ReceiveBuffer::ReleaseIdleMemory() {
-  if (m_consumed != m_contiguousEnd || !m_outOfOrder.Empty() || !m_chunks.empty()) return;
-  m_chunks.shrink_to_fit();
+  if (m_consumed != m_contiguousEnd || !m_outOfOrder.Empty() || !m_chunks.Empty()) return;
+  m_chunks.ReleaseMemoryIfEmpty();
   m_outOfOrder.ShrinkToFit();
 }
 

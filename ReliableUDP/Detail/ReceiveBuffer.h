@@ -7,6 +7,7 @@
 
 #include "ReliableUDP/Detail/ChunkPool.h"
 #include "ReliableUDP/Detail/RangeSet.h"
+#include "ReliableUDP/Detail/VectorQueue.h"
 
 namespace timerwheel::rudp::detail {
 
@@ -78,9 +79,9 @@ class ReceiveBuffer {
   std::size_t m_connectionBudget;
   std::size_t m_endpointBudget;
   std::size_t m_chunksHeld = 0;
-  // null where nothing was received yet. A vector, not std::deque: libstdc++ allocates ~600 B for
-  // an empty deque.
-  std::vector<std::uint8_t*> m_chunks;
+  // null where nothing was received yet. Not std::deque: libstdc++ allocates ~600 B for an empty
+  // deque.
+  VectorQueue<std::uint8_t*> m_chunks;
   std::uint64_t m_chunkBase = 0;
   std::uint64_t m_consumed = 0;
   std::uint64_t m_contiguousEnd = 0;

@@ -28,11 +28,11 @@ std::size_t SendBuffer::FreeSpace() const noexcept {
 std::size_t SendBuffer::Append(const std::uint8_t* data, std::size_t size) {
   const std::size_t total = std::min(size, FreeSpace());
   // Every chunk was released when everything was acked: restart at the chunk holding m_end.
-  if (m_chunks.empty()) m_chunkBase = m_end - m_end % kChunk;
+  if (m_chunks.Empty()) m_chunkBase = m_end - m_end % kChunk;
   std::size_t done = 0;
   while (done < total) {
     const auto index = static_cast<std::size_t>((m_end - m_chunkBase) / kChunk);
-    if (index == m_chunks.size()) m_chunks.push_back(m_pool.Acquire());  // lazily, as needed
+    if (index == m_chunks.Size()) m_chunks.Push(m_pool.Acquire());  // lazily, as needed
     const auto within = static_cast<std::size_t>(m_end % kChunk);
     const std::size_t n = std::min(total - done, ChunkPool::kChunkSize - within);
     std::memcpy(m_chunks[index] + within, data + done, n);
@@ -100,13 +100,13 @@ void SendBuffer::OnAcked(std::uint64_t offset, std::size_t size) {
   // too, so that an idle buffer holds no chunk (Append restarts at the chunk holding m_end).
   std::size_t freed = 0;
   if (m_ackedPrefix == m_end) {
-    freed = m_chunks.size();
+    freed = m_chunks.Size();
   } else {
-    while (freed < m_chunks.size() && m_chunkBase + (freed + 1) * kChunk <= m_ackedPrefix) ++freed;
+    while (freed < m_chunks.Size() && m_chunkBase + (freed + 1) * kChunk <= m_ackedPrefix) ++freed;
   }
   if (freed == 0) return;
   for (std::size_t i = 0; i < freed; ++i) m_pool.Release(m_chunks[i]);
-  m_chunks.erase(m_chunks.begin(), m_chunks.begin() + static_cast<std::ptrdiff_t>(freed));
+  m_chunks.Pop(freed);
   m_chunkBase += freed * kChunk;
 }
 
@@ -153,8 +153,8 @@ bool SendBuffer::QueueOldestForProbe(std::size_t maxSize) {
 }
 
 void SendBuffer::ReleaseIdleMemory() {
-  if (m_ackedPrefix != m_end || !m_chunks.empty()) return;
-  m_chunks.shrink_to_fit();
+  if (m_ackedPrefix != m_end || !m_chunks.Empty()) return;
+  m_chunks.ReleaseMemoryIfEmpty();
   m_acked.ShrinkToFit();
   m_lost.ShrinkToFit();
 }

@@ -3,10 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "ReliableUDP/Detail/ChunkPool.h"
 #include "ReliableUDP/Detail/RangeSet.h"
+#include "ReliableUDP/Detail/VectorQueue.h"
 
 namespace timerwheel::rudp::detail {
 
@@ -69,9 +69,9 @@ class SendBuffer {
  private:
   ChunkPool& m_pool;
   std::size_t m_capacity;
-  // m_chunks[0] holds offset m_chunkBase. A vector, not std::deque: libstdc++ allocates ~600 B for
-  // an empty deque.
-  std::vector<std::uint8_t*> m_chunks;
+  // m_chunks[0] holds offset m_chunkBase. Not std::deque: libstdc++ allocates ~600 B for an empty
+  // deque.
+  VectorQueue<std::uint8_t*> m_chunks;
   std::uint64_t m_chunkBase = 0;  // multiple of ChunkPool::kChunkSize
   std::uint64_t m_ackedPrefix = 0;
   std::uint64_t m_nextNew = 0;

@@ -48,3 +48,26 @@ TEST_CASE("a VectorQueue that never empties allocates nothing once warm") {
   CHECK(allocations.Count() == 0);
   CHECK(queue.Size() == 2);
 }
+
+// The stream buffers' use: chunks by position from the front, grown with nulls where nothing
+// arrived yet, several freed at once.
+TEST_CASE("VectorQueue by position: GrowTo adds empty items and Pop(count) drops the front") {
+  VectorQueue<int*> chunks;
+  int values[40] = {};
+  chunks.GrowTo(40);
+  REQUIRE(chunks.Size() == 40);
+  for (std::size_t i = 0; i < 40; ++i) {
+    CHECK(chunks[i] == nullptr);
+    chunks[i] = &values[i];
+  }
+  chunks.GrowTo(10);  // never shrinks
+  CHECK(chunks.Size() == 40);
+  chunks.Pop(25);  // compacts: 25 popped of 40
+  REQUIRE(chunks.Size() == 15);
+  for (std::size_t i = 0; i < 15; ++i) CHECK(chunks[i] == &values[25 + i]);
+  chunks.GrowTo(20);
+  CHECK(chunks[14] == &values[39]);
+  CHECK(chunks[19] == nullptr);
+  chunks.Pop(20);
+  CHECK(chunks.Empty());
+}

@@ -145,7 +145,7 @@ class DifferentialRun {
 }  // namespace
 
 TEMPLATE_TEST_CASE("randomized differential test against the reference model", "[differential]",
-                   TIMERWHEEL_ALL_QUEUE_TRAITS) {
+                   TIMERWHEEL_ALL_QUEUE_TRAITS, timerwheel::test::TightWheelTraits) {
 #if defined(__SANITIZE_THREAD__)
   // Single-threaded: ThreadSanitizer has nothing to find here and runs it ten times slower. The
   // other configurations run the full million operations.

@@ -208,6 +208,26 @@ TEST_CASE("timers stay pending across the 32-bit wrap and a long gap in dispatch
   CHECK(monitor.LiveTimers() == 0);
 }
 
+// The in-place re-arm compares ring indexes alone, which needs the cursor's own ring index empty:
+// the ring has a slot more than the furthest deadline reaches (ceil((M + L) / g) + 1 ahead).
+TEST_CASE("the furthest deadline stays clear of the cursor's own ring index", "[wheel]") {
+  const Milliseconds granularity = GENERATE(1u, 7u, 15u);
+  const Milliseconds maximum = 15 * granularity;  // 16 slots ahead, set just after a boundary
+  Wheel w(maximum, granularity);
+  TimerHandle handle = w.wheel.CreateTimer();
+  for (Ticks phase = 0; phase < granularity + 1; ++phase) {
+    // `phase` ms past the next slot boundary.
+    const Ticks now = w.RoundUp(w.ticks.GetTickCount() + 1) + phase;
+    w.ticks.SetTime(now);
+    w.wheel.SetTimer(handle, w.timer, maximum, phase);
+    w.wheel.CheckInvariants();                    // throws if a timer sits at cursor + N
+    w.wheel.SetTimer(handle, w.timer, 0, phase);  // due at once: fires now, not N slots later
+    CHECK(w.DispatchAt(w.RoundUp(now)) == 1);
+  }
+  w.wheel.DestroyTimer(handle);
+  w.RequireNoLeak();
+}
+
 TEST_CASE("wheel options are validated", "[wheel]") {
   ManualTickProvider ticks;
   auto make = [&](Milliseconds maximum, Milliseconds granularity) {
@@ -220,6 +240,7 @@ TEST_CASE("wheel options are validated", "[wheel]") {
   CHECK_THROWS_AS(make(0, 15), std::invalid_argument);
   CHECK_THROWS_AS(make(kInfinite - 1, 1), std::invalid_argument);    // 2^32 slots
   CHECK_THROWS_AS(make(kInfinite - 20, 15), std::invalid_argument);  // no room for M + 2g
+  CHECK_THROWS_AS(make((1u << 24) - 1, 1), std::invalid_argument);   // 2^24 + 1 slots
   CHECK(make(60'000, 15) == 60'000);
   CHECK(make(1, 1) == 1);
   CHECK(TimerWheel(ticks).GetGranularity() == 15);

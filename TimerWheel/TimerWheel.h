@@ -17,7 +17,7 @@ struct TimerWheelOptions {
   std::size_t initialCapacity = 0;        // timers to make room for up front
 };
 
-// A ring of ceil((M + L) / g) + 1 slots (rounded up to a power of two; L is the clock's
+// A ring of ceil((M + L) / g) + 2 slots (rounded up to a power of two; L is the clock's
 // ReadingLagBound), each an intrusive FIFO list of timers, with records pooled as in TimerQueue.
 //
 // Why: a reliable-UDP server keeps retransmit, delayed-ACK, keepalive and idle timers for every

@@ -465,6 +465,7 @@ ManyRow RunMany(rudp::TimerQueueKind queueKind, std::size_t count, double rate, 
     // be done before they go. (Once a 1M run that connected only 188k crashed here.)
     work.reset();
     for (auto& thread : threads) thread.join();
+    // From Close to the io threads' end: ending the connections is nearly all of it.
     std::fprintf(stderr, "many: %s %zu: the server closed %zu connections in %.2f s\n",
                  row.queue.c_str(), count, open,
                  std::chrono::duration<double>(Clock::now() - closeStart).count());

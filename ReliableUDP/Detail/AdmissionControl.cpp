@@ -64,7 +64,7 @@ void AdmissionControl::Decrement(Counts& counts, const Key& key) {
   const auto found = counts.find(key);
   if (found == counts.end()) return;
   if (--found->second == 0) counts.erase(found);
-  ShrinkIfSparse(counts);  // after a burst
+  ShrinkMapIfSparse(counts);  // after a burst
 }
 
 }  // namespace timerwheel::rudp::detail

@@ -1156,7 +1156,9 @@ void ConnectionCore::PumpReceives() {
         // The peer ignored the maximum message size we advertised: the stream cannot go on.
         ++m_context.stats.droppedProtocolViolation;
         SendAbortPacket(CloseCode::ProtocolError);
-        Terminate(EngineError::ProtocolError);  // fails this receive and the others
+        // Fails this receive and the others through a nested PumpReceives, which may move the
+        // queue's items (VectorQueue compacts): `receive` is not used after it.
+        Terminate(EngineError::ProtocolError);
         return;
       }
       result = ReceiveBuffer::ReadResult::NeedMore;

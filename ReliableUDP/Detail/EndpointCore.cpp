@@ -605,8 +605,8 @@ void EndpointCore::CompactHandshakeExpiries() {
 
 void EndpointCore::ShrinkTables() {
   m_byId.ShrinkIfSparse();
-  ShrinkIfSparse(m_byHandshake);
-  ShrinkIfSparse(m_byResetToken);
+  ShrinkMapIfSparse(m_byHandshake);
+  ShrinkMapIfSparse(m_byResetToken);
   m_slots.ShrinkIfSparse(m_context.stats.connectionsOpen);
 }
 

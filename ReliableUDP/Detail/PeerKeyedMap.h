@@ -14,7 +14,7 @@ namespace timerwheel::rudp::detail {
 // their handshake, the reset token they gave. With an unkeyed hash a peer picks keys that share one
 // bucket, and every lookup then walks all of them: std::hash's identity on a 64-bit token, a
 // handshake hash that left the address out, or FNV-1a over IPv6 addresses let 20,000-40,000 such
-// entries cost 0.1-0.6 ms per datagram, and quadratic time to build and to tear down. So each map
+// entries cost 0.1-0.7 ms per datagram, and quadratic time to build and to tear down. So each map
 // hashes its keys with SipHash-2-4 under a random key of its own, as the connection IDs and the
 // retired handshakes are keyed: a peer that cannot see the key cannot aim at a bucket.
 //
@@ -54,7 +54,7 @@ PeerKeyedMap<Key, Value> MakePeerKeyedMap() {
 // An unordered_map never gives its buckets back by itself: rebuilt smaller (with its own hash and
 // key) once it is four times emptier than its buckets, amortised O(1) per erase.
 template <class Map>
-void ShrinkIfSparse(Map& map) {
+void ShrinkMapIfSparse(Map& map) {
   if (map.bucket_count() <= 64 || map.size() * 4 >= map.bucket_count()) return;
   Map smaller(map.begin(), map.end(), 0, map.hash_function(), map.key_eq());
   map.swap(smaller);

@@ -70,8 +70,10 @@ class SlotTable {
     }
     if (removed == 0) return;
     if (m_slots.capacity() > 2 * m_slots.size() + 64) m_slots.shrink_to_fit();
+    // An upper bound: a slot whose allocation's caller failed before using it has no entry.
     m_stale += removed;
     if (2 * m_stale < m_free.size()) return;
+    m_filteredEntries += m_free.size();
     const std::size_t size = m_slots.size();
     m_free.erase(std::remove_if(m_free.begin(), m_free.end(),
                                 [size](std::uint32_t index) { return index >= size; }),
@@ -82,12 +84,15 @@ class SlotTable {
 
   // The free list's length, stale entries included: at most twice the free slots after a cut.
   std::size_t FreeListEntries() const noexcept { return m_free.size(); }
+  // The entries that filtering passes have examined so far: the cost the cuts added to releases.
+  std::uint64_t FilteredEntries() const noexcept { return m_filteredEntries; }
 
  private:
   std::vector<Slot> m_slots;
   std::vector<std::uint32_t> m_free;  // released slots, the last released at the back
   std::size_t m_stale = 0;            // entries of m_free at or above Size()
   std::uint32_t m_generationFloor = 0;
+  std::uint64_t m_filteredEntries = 0;
   const std::size_t m_maximumSlots;
 };
 

@@ -13,7 +13,7 @@
 using timerwheel::rudp::detail::Address;
 using timerwheel::rudp::detail::EndpointCore;
 using timerwheel::rudp::detail::MakePeerKeyedMap;
-using timerwheel::rudp::detail::ShrinkIfSparse;
+using timerwheel::rudp::detail::ShrinkMapIfSparse;
 
 namespace {
 
@@ -71,7 +71,7 @@ TEST_CASE("a PeerKeyedMap shrunk after a burst keeps its hash key and its entrie
   for (std::uint64_t value = 0; value < 10'000; ++value) map.emplace(value, value * 3);
   for (std::uint64_t value = 10; value < 10'000; ++value) map.erase(value);
   const std::size_t before = map.bucket_count();
-  ShrinkIfSparse(map);
+  ShrinkMapIfSparse(map);
   CHECK(map.bucket_count() < before / 4);
   for (std::uint64_t value = 0; value < 100; ++value)
     CHECK(map.hash_function()(value) == hash(value));

@@ -41,6 +41,10 @@ struct WheelTraitsOf {
 struct WheelTraits : WheelTraitsOf<15, 60'000> {};
 // A 1 ms wheel: every slot is a millisecond, as exact as the heap up to its maximum.
 struct FineWheelTraits : WheelTraitsOf<1, 5'000> {};
+// A wheel at the edge of its ring: a timeout of M set just after a slot boundary lands
+// ceil(105 / 7) + 1 = 16 slots ahead of the cursor, which a ring of 16 would put on the cursor's
+// own ring index (the ring has 32: ceil(M / g) + 2 rounded up).
+struct TightWheelTraits : WheelTraitsOf<7, 105> {};
 
 // The time at which a timer with this exact deadline fires: the first multiple of the
 // granularity at or after it.

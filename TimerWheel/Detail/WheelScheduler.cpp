@@ -39,7 +39,8 @@ void WheelScheduler::CheckInvariants() const {
   const std::size_t ringSlots = m_slotMask + 1;
   for (std::uint32_t index = 0; index < ringSlots; ++index) {
     const std::size_t count = walk(m_slots[index], index, [&](std::uint32_t id, Ticks slot) {
-      if (slot <= m_cursor || slot > m_cursor + ringSlots || (slot & m_slotMask) != index ||
+      // Never at cursor + N: the cursor's ring index holds no timer (Reschedule relies on it).
+      if (slot <= m_cursor || slot >= m_cursor + ringSlots || (slot & m_slotMask) != index ||
           slot < m_earliestBound) {
         Fail("record " + std::to_string(id) + " with slot " + std::to_string(slot) +
              " is in ring index " + std::to_string(index) + " (cursor " + std::to_string(m_cursor) +

@@ -20,9 +20,9 @@ namespace timerwheel::detail {
 //
 // The cursor is the last slot number known to be due (floor(now / g) at the last advance). Every
 // scheduled timer is either in the *expired* list (due, waiting for DetachDue; in firing order) or
-// in a slot s with cursor < s <= cursor + N, where N (a power of two >= ceil((M + L) / g) + 1, L
+// in a slot s with cursor < s < cursor + N, where N (a power of two >= ceil((M + L) / g) + 2, L
 // the clock's lag bound that the queue adds to deadlines) is the ring size; so a slot's ring index
-// s % N names exactly one s.
+// s % N names exactly one s, and the cursor's own ring index holds no timer.
 //
 // No lag: every Schedule is preceded by an advance of the cursor to now (AdvanceTo), moving slots
 // that became due onto the expired list. So a timeout <= M always fits in the ring, however long
@@ -211,11 +211,6 @@ class WheelScheduler {
 
   List& Expired() noexcept { return m_slots[m_expiredList]; }
   const List& Expired() const noexcept { return m_slots[m_expiredList]; }
-
-  // The list a timer in absolute slot `slot` (cursor <= slot <= cursor + N) belongs to.
-  std::uint32_t ListOf(Ticks slot) const noexcept {
-    return slot == m_cursor ? m_expiredList : static_cast<std::uint32_t>(slot & m_slotMask);
-  }
 
   // Appends `id` (not in any list) to the list of `slot`, which is due already if it is the
   // cursor's (timeout 0 on a slot boundary).

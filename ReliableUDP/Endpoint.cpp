@@ -49,6 +49,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -290,8 +291,15 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
    public:
     Shard(Impl& owner, std::uint32_t index, std::uint32_t count, const EndpointOptions& options)
         : m_owner(owner) {
-      const Milliseconds maximumTimeout =
-          std::max<Milliseconds>({60'000, 2 * options.idleTimeout, options.handshakeTimeout});
+      // The wheel covers a connection's longest wait (twice the idle timeout, or the handshake
+      // timeout; at least a minute) up to two minutes: 2^17 slots, 1 MiB a shard at 1 ms. A
+      // longer wait is armed in parts (ConnectionCore::ArmTimer caps each arming at the queue's
+      // maximum; an early expiry re-arms for the rest). Uncapped, a 70-minute idle timeout gave
+      // each shard 128 MiB of slots, and 2 x idleTimeout overflowed 32 bits.
+      const std::uint64_t longest = std::max<std::uint64_t>(
+          {60'000, 2 * std::uint64_t{options.idleTimeout}, options.handshakeTimeout});
+      const auto maximumTimeout =
+          static_cast<Milliseconds>(std::min<std::uint64_t>(longest, 120'000));
       if (options.timerQueue == TimerQueueKind::Wheel) {
         TimerWheelOptions wheel;
         wheel.maximumTimeout = maximumTimeout;

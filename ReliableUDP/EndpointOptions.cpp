@@ -2,6 +2,7 @@
 #include "ReliableUDP/EndpointOptions.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +15,13 @@ namespace {
 void Require(bool condition, const char* what) {
   if (!condition) throw std::invalid_argument(std::string("ReliableUDP EndpointOptions: ") + what);
 }
+
+// Stream offsets are 64-bit and the window goes on the wire as a 62-bit varint: a window, buffer
+// or budget near 2^64 wrapped the engine's `consumed + window` sums (a connection then failed
+// with ProtocolError after its first message). 1 TiB is beyond any machine's memory and far from
+// overflow.
+constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
+bool AtMostMaxBytes(std::size_t bytes) { return std::uint64_t{bytes} <= kMaxBytes; }
 
 }  // namespace
 
@@ -29,26 +37,46 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
   // A whole message must fit in the window: it is delivered only once complete.
   Require(options.receiveWindow >= options.maxMessageSize + 8,
           "receiveWindow must be at least maxMessageSize + 8");
-  if (options.sendBufferSize == 0) options.sendBufferSize = options.receiveWindow;
-  Require(options.sendBufferSize >= 64, "sendBufferSize must be at least 64 bytes");
+  Require(AtMostMaxBytes(options.receiveWindow), "receiveWindow must be at most 2^40 bytes");
+  // The defaults derived from the window meet their own minimums, so that an error never names
+  // an option the caller did not set.
+  if (options.sendBufferSize == 0) {
+    options.sendBufferSize = std::max<std::size_t>(options.receiveWindow, 64);
+  }
+  Require(options.sendBufferSize >= 64 && AtMostMaxBytes(options.sendBufferSize),
+          "sendBufferSize must be in [64, 2^40] bytes");
   Require(options.maxAckDelay >= 1 && options.maxAckDelay < 1000,
           "maxAckDelay must be in [1, 999] ms");
   Require(options.idleTimeout >= 100, "idleTimeout must be at least 100 ms");
   Require(options.keepaliveInterval >= 10 && options.keepaliveInterval < options.idleTimeout,
           "keepaliveInterval must be in [10 ms, idleTimeout)");
   Require(options.handshakeTimeout >= 100, "handshakeTimeout must be at least 100 ms");
-  Require(options.cookieWindow >= 1000, "cookieWindow must be at least 1000 ms");
+  // At most ten minutes: finished handshakes are remembered for two windows (replay defence), up
+  // to the new-connection rate times that, so the window bounds that table's memory.
+  Require(options.cookieWindow >= 1000 && options.cookieWindow <= 600'000,
+          "cookieWindow must be in [1000, 600000] ms");
   Require(options.timerGranularity >= 1 && options.timerGranularity <= options.maxAckDelay,
           "timerGranularity must be in [1, maxAckDelay] ms");
   Require(options.maxConnections >= 1, "maxConnections must be at least 1");
   if (options.maxReceiveMemoryPerConnection == 0) {
-    options.maxReceiveMemoryPerConnection = options.receiveWindow;
+    options.maxReceiveMemoryPerConnection =
+        std::max(options.receiveWindow, 2 * options.maxDatagramSize);
   }
   // Below one datagram's worth of chunks, out-of-order data could never be stored at all.
-  Require(options.maxReceiveMemoryPerConnection >= 2 * options.maxDatagramSize,
-          "maxReceiveMemoryPerConnection must be at least 2 * maxDatagramSize");
-  Require(options.maxReceiveMemory >= options.receiveWindow + 2 * options.maxDatagramSize,
+  Require(options.maxReceiveMemoryPerConnection >= 2 * options.maxDatagramSize &&
+              AtMostMaxBytes(options.maxReceiveMemoryPerConnection),
+          "maxReceiveMemoryPerConnection must be in [2 * maxDatagramSize, 2^40] bytes");
+  Require(options.maxReceiveMemory >= 2 * options.maxDatagramSize &&
+              options.maxReceiveMemory - 2 * options.maxDatagramSize >= options.receiveWindow,
           "maxReceiveMemory must be at least receiveWindow + 2 * maxDatagramSize");
+  Require(!options.acceptIncoming || options.acceptBacklog >= 1,
+          "acceptBacklog must be at least 1 when acceptIncoming is set");
+  Require(options.congestionControl == CongestionControl::Bbr ||
+              options.congestionControl == CongestionControl::NewReno ||
+              options.congestionControl == CongestionControl::None,
+          "congestionControl must be Bbr, NewReno or None");
+  Require(options.timerQueue == TimerQueueKind::Wheel || options.timerQueue == TimerQueueKind::Heap,
+          "timerQueue must be Wheel or Heap");
   Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
   Require(options.shards >= 1 && options.shards <= 64, "shards must be in [1, 64]");
   Require(options.socketReceiveBufferSize >= 1 && options.socketSendBufferSize >= 1,

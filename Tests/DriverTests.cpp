@@ -178,6 +178,11 @@ TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[.][rea
   f.driver.SetOneShotTimer(timer, 30'000, 0);
 
   SECTION("from another thread") { REQUIRE(f.harness.Shutdown(kGenerousWait)); }
+  // milliseconds::max(), "as long as it takes", overflowed now + timeout: undefined behaviour,
+  // which returned false at once.
+  SECTION("waiting without a limit") {
+    REQUIRE(f.harness.Shutdown(std::chrono::milliseconds::max()));
+  }
   SECTION("from inside a callback") {
     std::promise<void> shutdownCalled;
     FunctionTimer stopper([&](UserData) {
@@ -374,4 +379,8 @@ TEST_CASE("the Asio driver dispatches an expiry that a set finds already due at 
   io.poll();
   CHECK(driver.WaitForShutdownToComplete(std::chrono::milliseconds(0)));
   CHECK(monitor.LiveTimers() == 0);
+}
+
+TEST_CASE("the threaded driver refuses a null queue to own", "[driver]") {
+  CHECK_THROWS_AS(ThreadedTimerQueue(std::unique_ptr<IManageTimerQueue>{}), std::invalid_argument);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -277,4 +278,27 @@ TEST_CASE("the wrap adapter stays monotonic when many threads read it during a w
   for (std::thread& reader : readers) reader.join();
   CHECK(failures == std::vector<int>(kReaders, 0));
   CHECK(ticks.GetTickCount() == start + kSteps);
+}
+
+// A lag bound is a few ticks; one of 2^32 ms or more wrapped the deadline arithmetic (a 10 ms timer
+// fired after 4 ms at 2^64 - 6), so the queues refuse it.
+TEST_CASE("a queue refuses a clock whose lag bound would wrap its deadlines", "[ticks]") {
+  for (const Ticks lag : {Ticks{kInfinite}, Ticks{1} << 63, ~Ticks{0}}) {
+    CAPTURE(lag);
+    HandRefreshedTicks clock(1'000'000, lag);
+    CHECK_THROWS_AS(TimerQueue(TimerQueueOptions{}, clock), std::invalid_argument);
+    CHECK_THROWS_AS(TimerWheel(TimerWheelOptions{}, clock), std::invalid_argument);
+  }
+  HandRefreshedTicks fine(1'000'000, 1000);
+  CHECK(TimerQueue(TimerQueueOptions{}, fine).GetMaximumTimeout() == kInfinite - 1);
+}
+
+TEST_CASE("a queue refuses an initial capacity beyond its 32-bit timer ids", "[ticks]") {
+  ManualTickProvider ticks;
+  TimerQueueOptions heap;
+  heap.initialCapacity = std::size_t{kInfinite};
+  TimerWheelOptions wheel;
+  wheel.initialCapacity = std::size_t{kInfinite};
+  CHECK_THROWS_AS(TimerQueue(heap, ticks), std::invalid_argument);
+  CHECK_THROWS_AS(TimerWheel(wheel, ticks), std::invalid_argument);
 }

@@ -13,6 +13,7 @@
 #include "TimerQueue/Detail/HandlerMemory.h"
 #include "TimerQueue/Detail/MaximumSleep.h"
 #include "TimerQueue/Detail/RunDispatch.h"
+#include "TimerQueue/Detail/WaitDeadline.h"
 
 namespace timerwheel {
 
@@ -52,7 +53,12 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
       throw std::logic_error(
           "AsioTimerQueue: WaitForShutdownToComplete called from a timer callback");
     }
-    return m_idle.wait_for(lock, timeout, [this] { return !m_dispatching; });
+    const auto deadline = detail::WaitDeadline(timeout);
+    if (!deadline) {
+      m_idle.wait(lock, [this] { return !m_dispatching; });
+      return true;
+    }
+    return m_idle.wait_until(lock, *deadline, [this] { return !m_dispatching; });
   }
 
   void WaitUntilIdle() {

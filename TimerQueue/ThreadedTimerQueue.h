@@ -28,7 +28,7 @@ class ThreadedTimerQueue final : public detail::DispatchThread {
  public:
   // Runs `queue`, which the caller owns and keeps alive until this object is destroyed.
   explicit ThreadedTimerQueue(IManageTimerQueue& queue, ThreadedTimerQueueOptions options = {});
-  // Runs and owns `queue`.
+  // Runs and owns `queue` (std::invalid_argument if it is null).
   explicit ThreadedTimerQueue(std::unique_ptr<IManageTimerQueue> queue,
                               ThreadedTimerQueueOptions options = {});
   ~ThreadedTimerQueue() override;

@@ -765,8 +765,10 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   // millisecond at or after the deadline means it never fires early.
   const Microseconds deadlineMs = (deadline + 999) / 1000;
   const Microseconds nowMs = now / 1000;
-  Milliseconds timeout = deadlineMs > nowMs ? static_cast<Milliseconds>(deadlineMs - nowMs) : 0;
-  timeout = std::min(timeout, m_context.timers.GetMaximumTimeout());
+  // Capped before the conversion: a wait of 2^32 ms or more would wrap to a timer due at once.
+  const Microseconds wait = deadlineMs > nowMs ? deadlineMs - nowMs : 0;
+  const auto timeout =
+      static_cast<Milliseconds>(std::min<Microseconds>(wait, m_context.timers.GetMaximumTimeout()));
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[QueueTimer(kind)];
   if (armed == key || m_phase == Phase::Closed) return;  // same millisecond, or timers gone

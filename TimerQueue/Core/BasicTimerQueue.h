@@ -349,10 +349,16 @@ class BasicTimerQueue : public IManageTimerQueue {
                   std::size_t initialCapacity, SchedulerArgs&&... schedulerArgs)
       : m_ticks(ticks),
         m_tickCounter(ticks.ReadingCounter()),
-        m_deadlineMargin(ticks.ReadingLagBound()),
+        m_deadlineMargin(CheckLagBound(ticks.ReadingLagBound())),
         m_monitor(monitor),
         m_plainSets(m_tickCounter != nullptr && monitor == nullptr),
         m_scheduler(std::forward<SchedulerArgs>(schedulerArgs)...) {
+    // The pool's ids are 32-bit, kNoIndex excluded: a larger reservation could never be used.
+    if (initialCapacity >= kNoIndex) {
+      throw std::invalid_argument("timer queue: initialCapacity " +
+                                  std::to_string(initialCapacity) + " exceeds the most timers, " +
+                                  std::to_string(kNoIndex - 1));
+    }
     if (initialCapacity != 0) {
       Pool().Reserve(initialCapacity);
       m_scheduler.Reserve(Pool().Capacity());
@@ -409,6 +415,16 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   [[noreturn]] static void Fail(const std::string& what) {
     throw std::logic_error("timer queue invariant violated: " + what);
+  }
+
+  // A lag bound of 2^32 ms or more (a provider's mistake: it is a few ticks) wrapped the deadline
+  // arithmetic, and timers fired early.
+  static Ticks CheckLagBound(Ticks lag) {
+    if (lag >= kInfinite) {
+      throw std::invalid_argument("timer queue: the clock's ReadingLagBound " +
+                                  std::to_string(lag) + " ms must be below 2^32 - 1");
+    }
+    return lag;
   }
 
   // Every deadline is computed here: the instant from which a timer set at `now` with `timeout`

@@ -10,6 +10,7 @@
 
 #include "TimerQueue/Detail/DestroyedFromOwnCallback.h"
 #include "TimerQueue/Detail/MaximumSleep.h"
+#include "TimerQueue/Detail/WaitDeadline.h"
 
 namespace timerwheel::detail {
 
@@ -69,10 +70,16 @@ bool DispatchThread::WaitForShutdownToComplete(std::chrono::milliseconds timeout
   if (OnDispatchThread()) {
     throw std::logic_error("WaitForShutdownToComplete called from a timer callback");
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  if (m_stoppedFuture.wait_until(deadline) != std::future_status::ready) return false;
+  const auto deadline = WaitDeadline(timeout);
+  if (!deadline) {
+    m_stoppedFuture.wait();
+    Lock lock(m_mutex);
+    m_wake.wait(lock, [this] { return Quiesce(); });
+    return true;
+  }
+  if (m_stoppedFuture.wait_until(*deadline) != std::future_status::ready) return false;
   Lock lock(m_mutex);
-  return m_wake.wait_until(lock, deadline, [this] { return Quiesce(); });
+  return m_wake.wait_until(lock, *deadline, [this] { return Quiesce(); });
 }
 
 void DispatchThread::AfterArming() {

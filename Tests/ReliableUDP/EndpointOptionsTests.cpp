@@ -1,0 +1,78 @@
+// ValidateOptions: what it refuses (naming the option), and the defaults it derives.
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include "ReliableUDP/EndpointOptions.h"
+
+using Catch::Matchers::Contains;
+using timerwheel::rudp::CongestionControl;
+using timerwheel::rudp::EndpointOptions;
+using timerwheel::rudp::TimerQueueKind;
+using timerwheel::rudp::ValidateOptions;
+
+namespace {
+
+constexpr std::size_t kHuge = std::numeric_limits<std::size_t>::max();
+
+}  // namespace
+
+// Near 2^64 the engine's `consumed + window` wrapped: the connection failed with ProtocolError
+// after its first message (receiveWindow = SIZE_MAX passed, since the check's own sum wrapped).
+TEST_CASE("windows and buffers beyond 2^40 bytes are refused", "[options]") {
+  EndpointOptions options;
+  options.receiveWindow = kHuge;
+  CHECK_THROWS_WITH(ValidateOptions(options), Contains("receiveWindow"));
+  options.receiveWindow = kHuge - 10'000;
+  options.maxReceiveMemory = std::numeric_limits<std::uint64_t>::max();
+  CHECK_THROWS_WITH(ValidateOptions(options), Contains("receiveWindow"));
+
+  EndpointOptions send;
+  send.sendBufferSize = kHuge;
+  CHECK_THROWS_WITH(ValidateOptions(send), Contains("sendBufferSize"));
+  EndpointOptions perConnection;
+  perConnection.maxReceiveMemoryPerConnection = kHuge;
+  CHECK_THROWS_WITH(ValidateOptions(perConnection), Contains("maxReceiveMemoryPerConnection"));
+
+  EndpointOptions largest;
+  largest.receiveWindow = std::size_t{1} << 40;
+  largest.maxReceiveMemory = std::uint64_t{1} << 41;
+  CHECK(ValidateOptions(largest).receiveWindow == std::size_t{1} << 40);
+}
+
+TEST_CASE("a server needs room for one established connection in its accept backlog", "[options]") {
+  EndpointOptions options;
+  options.acceptBacklog = 0;
+  CHECK_NOTHROW(ValidateOptions(options));  // a client: no backlog needed
+  options.acceptIncoming = true;            // a server that could accept nothing
+  CHECK_THROWS_WITH(ValidateOptions(options), Contains("acceptBacklog"));
+}
+
+TEST_CASE("values outside the option enumerations are refused", "[options]") {
+  EndpointOptions options;
+  options.congestionControl = static_cast<CongestionControl>(77);
+  CHECK_THROWS_WITH(ValidateOptions(options), Contains("congestionControl"));
+  EndpointOptions queue;
+  queue.timerQueue = static_cast<TimerQueueKind>(77);
+  CHECK_THROWS_WITH(ValidateOptions(queue), Contains("timerQueue"));
+}
+
+// Finished handshakes are remembered for two cookie windows: the window bounds that table.
+TEST_CASE("a cookie window longer than ten minutes is refused", "[options]") {
+  EndpointOptions options;
+  options.cookieWindow = 600'000;
+  CHECK_NOTHROW(ValidateOptions(options));
+  options.cookieWindow = 600'001;
+  CHECK_THROWS_WITH(ValidateOptions(options), Contains("cookieWindow"));
+}
+
+TEST_CASE("the defaults derived from a small window meet their own minimums", "[options]") {
+  EndpointOptions options;
+  options.maxMessageSize = 1;
+  options.receiveWindow = 9;
+  const EndpointOptions valid = ValidateOptions(options);
+  CHECK(valid.sendBufferSize == 64);
+  CHECK(valid.maxReceiveMemoryPerConnection == 2 * valid.maxDatagramSize);
+}

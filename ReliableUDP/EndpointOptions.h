@@ -34,15 +34,17 @@ enum class CongestionControl {
 struct EndpointOptions {
   // Accepting connections (servers). A client-only endpoint leaves this false and answers no Hello.
   bool acceptIncoming = false;
-  std::size_t acceptBacklog = 1024;      // established but not yet accepted; beyond: Hellos dropped
+  // Established but not yet accepted (at least 1 with acceptIncoming); beyond: Hellos dropped.
+  std::size_t acceptBacklog = 1024;
   std::size_t maxConnections = 200'000;  // all connections of the endpoint, in any state
 
   // Sizes.
   std::size_t maxDatagramSize = 1200;    // UDP payload: safe on IPv6 and through tunnels
   std::size_t maxMessageSize = 1 << 20;  // larger AsyncSends fail with Error::MessageTooLarge
-  std::size_t receiveWindow =
-      0;  // flow-control window, bytes; 0: max(2 MiB, maxMessageSize + 64 KiB)
-  std::size_t sendBufferSize = 0;  // unacknowledged bytes kept per connection; 0: receiveWindow
+  // Flow-control window, bytes, at most 2^40; 0: max(2 MiB, maxMessageSize + 64 KiB).
+  std::size_t receiveWindow = 0;
+  // Unacknowledged bytes kept per connection, in [64, 2^40]; 0: receiveWindow (at least 64).
+  std::size_t sendBufferSize = 0;
 
   // Time.
   Milliseconds maxAckDelay =
@@ -52,7 +54,7 @@ struct EndpointOptions {
   // grace if it still talks to us (docs/reliable-udp.md, "Idle timeout").
   Milliseconds idleTimeout = 30'000;
   Milliseconds handshakeTimeout = 10'000;  // AsyncConnect gives up with TimedOut
-  Milliseconds cookieWindow = 10'000;      // a handshake cookie is valid for one to two windows
+  Milliseconds cookieWindow = 10'000;  // a handshake cookie is valid for one to two; at most 10 min
 
   CongestionControl congestionControl = CongestionControl::Bbr;
   bool pacing = true;  // with Bbr or NewReno: pace (off: NewReno bursts its window; Bbr ignores it)
@@ -75,8 +77,9 @@ struct EndpointOptions {
   // docs/reliable-udp.md, "Threat model" and "Memory bound".
   //
   // Receive-buffer memory one connection may hold (the pool's 1 KiB chunks), for data that does
-  // not extend its in-order prefix (that data is bounded by the window); 0: receiveWindow. Data
-  // beyond a budget is dropped unacknowledged: the peer sends it again later.
+  // not extend its in-order prefix (that data is bounded by the window), at most 2^40; 0:
+  // receiveWindow (at least 2 x maxDatagramSize). Data beyond a budget is dropped unacknowledged:
+  // the peer sends it again later.
   std::size_t maxReceiveMemoryPerConnection = 0;
   // Receive-buffer memory of all connections together, bytes.
   std::uint64_t maxReceiveMemory = std::uint64_t{4} << 30;

@@ -75,7 +75,8 @@ void Report(const char* driverName, const char* policy, const char* queueName,
             const LatenessRecorder& recorder, const CountingTimerQueueMonitor& monitor) {
   const auto sorted = recorder.Sorted();
   auto at = [&](double quantile) {
-    return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(quantile * sorted.size()))];
+    return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(
+                                                  quantile * static_cast<double>(sorted.size())))];
   };
   std::printf("%-9s %-13s %-6s %9.2f %9.2f %9.2f %9llu\n", driverName, policy, queueName, at(0.5),
               at(0.99), sorted.back(), static_cast<unsigned long long>(monitor.WakeUps()));

@@ -461,9 +461,11 @@ class BasicTimerQueue : public IManageTimerQueue {
       Pool().Free(id);
       throw;
     }
-    // The pool only grows: the limits follow its size.
-    if (m_plainSets) m_plainSetLimit = Pool().Size();
-    if (m_monitor == nullptr) m_plainCancelLimit = Pool().Size();
+    // The pool only grows: the limits follow its size (below 2^32: its ids are 32-bit). Cast: MSVC
+    // rejects the implicit size_t -> uint32_t at /W4 /WX (C4267).
+    const auto size = static_cast<std::uint32_t>(Pool().Size());
+    if (m_plainSets) m_plainSetLimit = size;
+    if (m_monitor == nullptr) m_plainCancelLimit = size;
     return id;
   }
 

@@ -194,7 +194,8 @@ class SimulatedNetwork {
     if (link.rate > 0) {
       const Microseconds start = std::max(m_now, state.busyUntil);
       const double queued = static_cast<double>(start - m_now) * link.rate / 1e6;
-      if (link.queueBytes > 0 && queued + static_cast<double>(size) > link.queueBytes) {
+      if (link.queueBytes > 0 &&
+          queued + static_cast<double>(size) > static_cast<double>(link.queueBytes)) {
         ++m_dropped;
         ++m_queueDrops;
         return;

@@ -2,6 +2,7 @@
 #include "ReliableUDP/Connection.h"
 
 #include <mutex>
+#include <new>
 #include <utility>
 
 #include "ReliableUDP/Detail/ConnectionCore.h"
@@ -19,7 +20,28 @@ detail::Completion Adapt(Connection::Handler handler) {
   };
 }
 
+// What the end of a connection's last handle does, with the engine's lock held: receives
+// abandoned (their buffers may die with the caller's handle), then a graceful close.
+void EndWithoutHandle(detail::EndpointCore& core, detail::ConnectionCore& state) {
+  state.AbandonReceives();
+  if (!core.IsShutDown()) {
+    state.Close(core.Now());
+    core.AfterCall(state);
+  }
+}
+
 }  // namespace
+
+std::shared_ptr<Connection> Connection::Make(const std::shared_ptr<detail::LockedEngine>& engine,
+                                             const std::shared_ptr<detail::ConnectionCore>& state) {
+  try {
+    return std::make_shared<Connection>(engine, state);
+  } catch (const std::bad_alloc&) {
+    detail::LockedEngine::Call call(*engine);
+    EndWithoutHandle(engine->Core(), *state);
+    return nullptr;
+  }
+}
 
 Connection::Connection(std::shared_ptr<detail::LockedEngine> engine,
                        std::shared_ptr<detail::ConnectionCore> state)
@@ -27,12 +49,7 @@ Connection::Connection(std::shared_ptr<detail::LockedEngine> engine,
 
 Connection::~Connection() {
   detail::LockedEngine::Call call(*m_engine);
-  auto& core = m_engine->Core();
-  m_state->AbandonReceives();  // their buffers may die with the caller's last handle
-  if (!core.IsShutDown()) {
-    m_state->Close(core.Now());
-    core.AfterCall(*m_state);
-  }
+  EndWithoutHandle(m_engine->Core(), *m_state);
   // Released under the lock: the state's buffers go back to the endpoint's chunk pool.
   m_state.reset();
 }

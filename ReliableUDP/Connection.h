@@ -65,7 +65,12 @@ class Connection {
   // plaintext connection or the client side).
   std::vector<std::uint8_t> ClientToken() const;
 
-  // For the endpoint only.
+  // For the endpoint only: the handle of a connection the engine opened. Null if it cannot be
+  // made (an allocation failed: the handler then gets boost::asio::error::no_memory); the
+  // connection is then closed as the end of its last handle would close it, rather than left
+  // open with nobody to close it.
+  static std::shared_ptr<Connection> Make(const std::shared_ptr<detail::LockedEngine>& engine,
+                                          const std::shared_ptr<detail::ConnectionCore>& state);
   Connection(std::shared_ptr<detail::LockedEngine> engine,
              std::shared_ptr<detail::ConnectionCore> state);
   ~Connection();

@@ -631,12 +631,14 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     return [self = shared_from_this(), handler = std::move(handler)](
                detail::EngineError error, std::shared_ptr<detail::ConnectionCore> state) mutable {
       std::shared_ptr<Connection> connection;
+      boost::system::error_code result = detail::ToErrorCode(error);
       if (state) {
         Shard& shard = *self->m_shards[state->LocalId() % self->m_shards.size()];
-        connection = std::make_shared<Connection>(
-            std::shared_ptr<detail::LockedEngine>(self, &shard.Engine()), std::move(state));
+        connection =
+            Connection::Make(std::shared_ptr<detail::LockedEngine>(self, &shard.Engine()), state);
+        if (!connection) result = boost::asio::error::no_memory;
       }
-      handler(detail::ToErrorCode(error), std::move(connection));
+      handler(result, std::move(connection));
     };
   }
 

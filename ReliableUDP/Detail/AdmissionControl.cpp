@@ -50,9 +50,17 @@ bool AdmissionControl::MayAdmit(const Address& from, Microseconds now) {
 }
 
 void AdmissionControl::OnAdmitted(const Address& from, Microseconds now) {
+  // Both counts or neither: a count left behind by a failed allocation would hold a place of
+  // its address for ever.
+  const Key address = AddressKey(from);
+  ++m_byAddress[address];
+  try {
+    ++m_byPrefix[PrefixKey(from)];
+  } catch (...) {
+    Decrement(m_byAddress, address);
+    throw;
+  }
   m_rate.TryTake(now);
-  ++m_byAddress[AddressKey(from)];
-  ++m_byPrefix[PrefixKey(from)];
 }
 
 void AdmissionControl::OnEnded(const Address& from) {

@@ -27,9 +27,10 @@ class IAdmission {
  public:
   // Whether a connection from `from` may be admitted now (nothing is taken).
   virtual bool MayAdmit(const Address& from, Microseconds now) = 0;
-  // A connection from `from` was admitted: counts it and takes a rate token.
+  // A connection from `from` was admitted: counts it and takes a rate token. If it throws (an
+  // allocation failed), it changed nothing.
   virtual void OnAdmitted(const Address& from, Microseconds now) = 0;
-  // A connection admitted from `from` ended.
+  // A connection admitted from `from` ended. Allocates nothing, so it cannot fail.
   virtual void OnEnded(const Address& from) = 0;
   // The connection limit (maxConnections), over connections of every kind: whether another may
   // open, and one opened or ended.

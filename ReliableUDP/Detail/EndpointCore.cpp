@@ -177,9 +177,10 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     return;
   }
   if (!MayAccept(from, header.source, now)) return;
-  const auto connection = AcceptConnection(from, header.source, header.resetToken, now);
-  connection->StartServer(header.source, header.parameters, header.resetToken, now);
-  AfterAccept(connection);
+  OpenServerConnection(
+      from, header.source, header.resetToken, now, [&](ConnectionCore& connection) {
+        connection.StartServer(header.source, header.parameters, header.resetToken, now);
+      });
 }
 
 bool EndpointCore::CookieHolds(const Address& from, const PacketHeader& header, Microseconds now) {
@@ -287,53 +288,104 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   start.algorithm = aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305;
   sodium_memzero(shared.data(), shared.size());
 
-  const auto connection = AcceptConnection(from, header.source, resetToken, now);
-  connection->StartSecureServer(header.source, parameters, resetToken, start, clientToken,
-                                clientTokenSize, now);
-  AfterAccept(connection);
+  OpenServerConnection(from, header.source, resetToken, now, [&](ConnectionCore& connection) {
+    connection.StartSecureServer(header.source, parameters, resetToken, start, clientToken,
+                                 clientTokenSize, now);
+  });
+}
+
+template <class Start>
+void EndpointCore::OpenServerConnection(const Address& from, ConnectionId clientId,
+                                        const ResetToken& resetToken, Microseconds now,
+                                        Start&& start) {
+  OpenSteps steps;
+  try {
+    const auto connection = AcceptConnection(from, clientId, resetToken, now, steps);
+    start(*connection);
+    HandOverAccepted(connection);
+  } catch (...) {
+    UndoOpen(steps, from);  // a Welcome already sent is answered as after a restart: a Reset
+    throw;
+  }
+  ++m_context.stats.connectionsAccepted;
+  HandleEvents(steps.slot);
 }
 
 std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& from,
                                                                ConnectionId clientId,
                                                                const ResetToken& resetToken,
-                                                               Microseconds now) {
-  auto& stats = m_context.stats;
-  m_admission.OnAdmitted(from, now);
+                                                               Microseconds now, OpenSteps& steps) {
   const std::uint32_t slot = m_slots.Allocate();
+  steps.slot = slot;
+  steps.slotTaken = true;
+  m_admission.OnAdmitted(from, now);
+  steps.admitted = true;
   const ConnectionId id = NewConnectionId();
-  auto connection =
+  steps.connection =
       std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Server, id, from,
                                        ConnectionSlot{slot, m_slots[slot].generation});
-  m_slots[slot].connection = connection;
+  m_slots[slot].connection = steps.connection;
   m_byId.Insert(id, slot);
-  m_byHandshake.emplace(HandshakeKey{from, clientId}, slot);
-  m_slots[slot].inHandshakeMap = true;
+  steps.id = id;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
   const Microseconds expiresAt =
       now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000;
-  m_slots[slot].handshakeExpiresAt = expiresAt;
   m_handshakeExpiries.push_back(HandshakeExpiry{expiresAt, slot, m_slots[slot].generation});
-  ++stats.connectionsOpen;
+  try {
+    m_byHandshake.emplace(HandshakeKey{from, clientId}, slot);
+  } catch (...) {
+    m_handshakeExpiries.pop_back();
+    throw;
+  }
+  m_slots[slot].inHandshakeMap = true;
+  m_slots[slot].handshakeExpiresAt = expiresAt;
+  steps.handshakeListed = true;
+  steps.clientId = clientId;
+  steps.resetTokenListed = RegisterResetTokenOf(slot, resetToken);
+  steps.resetTokenPrefix = ResetTokenPrefix(resetToken);
+  ++m_context.stats.connectionsOpen;
   m_admission.OnOpened();
-  ++stats.connectionsAccepted;
-  RegisterResetTokenOf(slot, resetToken);
-  return connection;
+  steps.counted = true;
+  return steps.connection;
 }
 
-void EndpointCore::AfterAccept(const std::shared_ptr<ConnectionCore>& connection) {
-  const std::uint32_t slot = connection->Slot().index;
-  ConnectCompletion shared;
+void EndpointCore::HandOverAccepted(const std::shared_ptr<ConnectionCore>& connection) {
+  // A waiter leaves its queue only once its completion is posted.
   if (!m_acceptWaiters.empty()) {
-    ConnectCompletion waiter = std::move(m_acceptWaiters.front());
+    Post(m_acceptWaiters.front(), EngineError::None, connection);
     m_acceptWaiters.pop_front();
-    Post(waiter, EngineError::None, connection);
-  } else if (m_shard.acceptWaiters != nullptr && m_shard.acceptWaiters->TakeWaiter(shared)) {
-    Post(shared, EngineError::None, connection);
-  } else {
-    m_acceptQueue.push_back(connection);
-    m_slots[slot].inAcceptQueue = true;
+    return;
   }
-  HandleEvents(slot);
+  ConnectCompletion shared;
+  if (m_shard.acceptWaiters != nullptr && m_shard.acceptWaiters->TakeWaiter(shared)) {
+    return Post(shared, EngineError::None, connection);
+  }
+  m_acceptQueue.push_back(connection);
+  m_slots[connection->Slot().index].inAcceptQueue = true;
+}
+
+void EndpointCore::UndoOpen(OpenSteps& steps, const Address& remote) noexcept {
+  if (!steps.slotTaken) return;
+  const std::uint32_t slot = steps.slot;
+  Slot& entry = m_slots[slot];
+  if (steps.counted) {
+    --m_context.stats.connectionsOpen;
+    m_admission.OnClosed();
+  }
+  if (steps.connectPending) m_connects.erase(slot);
+  if (steps.resetTokenListed) m_byResetToken.erase(steps.resetTokenPrefix);
+  if (steps.handshakeListed) {
+    m_byHandshake.erase(HandshakeKey{remote, steps.clientId});
+    entry.inHandshakeMap = false;
+    ++m_deadHandshakeExpiries;  // its entry stays in the list until compacted
+  }
+  if (steps.id != 0) m_byId.Erase(steps.id);
+  if (steps.admitted) m_admission.OnEnded(remote);
+  // The connection's destructor gives its timers back (no expiry of theirs is still to come).
+  entry.connection.reset();
+  steps.connection.reset();
+  ++entry.generation;
+  m_slots.Unallocate(slot);
 }
 
 void EndpointCore::OnReset(const Address& from, const PacketHeader& header) {
@@ -414,11 +466,11 @@ void EndpointCore::RegisterResetToken(std::uint32_t slot) {
   RegisterResetTokenOf(slot, m_slots[slot].connection->PeerResetToken());
 }
 
-void EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token) {
-  if (IsNullResetToken(token)) return;  // a peer without tokens cannot reset us
+bool EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token) {
+  if (IsNullResetToken(token)) return false;  // a peer without tokens cannot reset us
   // On a collision of the first 8 bytes (chance 2^-64, or a peer reusing its own token) the
   // earlier connection keeps the entry; the later one just cannot be reset.
-  m_byResetToken.emplace(ResetTokenPrefix(token), slot);
+  return m_byResetToken.emplace(ResetTokenPrefix(token), slot).second;
 }
 
 // --- Connections -------------------------------------------------------------------------------
@@ -428,18 +480,29 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   if (!m_admission.UnderConnectionLimit()) {
     return Post(completion, EngineError::ConnectionLimit, nullptr);
   }
-  const std::uint32_t slot = m_slots.Allocate();
-  const ConnectionId id = NewConnectionId();
-  auto connection =
-      std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Client, id, remote,
-                                       ConnectionSlot{slot, m_slots[slot].generation});
-  m_slots[slot].connection = connection;
-  m_connects.emplace(slot, std::move(completion));
-  m_byId.Insert(id, slot);
-  ++m_context.stats.connectionsOpen;
-  m_admission.OnOpened();
-  connection->StartClient(m_io.Now());
-  HandleEvents(slot);
+  OpenSteps steps;
+  try {
+    steps.slot = m_slots.Allocate();
+    steps.slotTaken = true;
+    const std::uint32_t slot = steps.slot;
+    const ConnectionId id = NewConnectionId();
+    steps.connection =
+        std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Client, id, remote,
+                                         ConnectionSlot{slot, m_slots[slot].generation});
+    m_slots[slot].connection = steps.connection;
+    m_byId.Insert(id, slot);
+    steps.id = id;
+    m_connects.emplace(slot, std::move(completion));
+    steps.connectPending = true;
+    ++m_context.stats.connectionsOpen;
+    m_admission.OnOpened();
+    steps.counted = true;
+    steps.connection->StartClient(m_io.Now());
+  } catch (...) {
+    UndoOpen(steps, remote);
+    throw;
+  }
+  HandleEvents(steps.slot);
 }
 
 void EndpointCore::Accept(ConnectCompletion completion) {

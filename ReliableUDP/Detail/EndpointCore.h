@@ -157,10 +157,36 @@ class EndpointCore final : public ITimer {
   // (else a Refusal).
   bool CookieHolds(const Address& from, const PacketHeader& header, Microseconds now);
   bool MayAccept(const Address& from, ConnectionId clientId, Microseconds now);
-  // Makes the server side of a connection (the caller starts it), then hands it to an accept.
+  // What opening a connection has done so far. An allocation can fail at any step of an open
+  // (the tables' growth, the connection's buffers, the queue's timer records, a completion's
+  // post); UndoOpen then takes back exactly these steps, so that no slot, table entry or count
+  // is held for a connection that never was (an admission count leaked that way would refuse its
+  // address for ever), and the exception goes on to the caller: out of Connect, or out of the
+  // datagram's handler (io_context::run) as if the datagram had not come. The open is complete,
+  // and no longer undone, once the connection is handed to its completion or accept queue.
+  struct OpenSteps {
+    std::uint32_t slot = 0;
+    bool slotTaken = false;
+    std::shared_ptr<ConnectionCore> connection;  // in the slot
+    ConnectionId id = 0;                         // in m_byId (0: not yet)
+    bool admitted = false;                       // the remote's admission counts (server)
+    bool handshakeListed = false;  // in m_byHandshake and m_handshakeExpiries (server)
+    ConnectionId clientId = 0;
+    bool resetTokenListed = false;  // in m_byResetToken
+    std::uint64_t resetTokenPrefix = 0;
+    bool connectPending = false;  // in m_connects (client)
+    bool counted = false;         // connectionsOpen and the connection limit
+  };
+  void UndoOpen(OpenSteps& steps, const Address& remote) noexcept;
+  // The server side of a connection, made for a handshake that passed every check: `start`
+  // starts it (plaintext or keyed), then it goes to an accept.
+  template <class Start>
+  void OpenServerConnection(const Address& from, ConnectionId clientId,
+                            const ResetToken& resetToken, Microseconds now, Start&& start);
   std::shared_ptr<ConnectionCore> AcceptConnection(const Address& from, ConnectionId clientId,
-                                                   const ResetToken& resetToken, Microseconds now);
-  void AfterAccept(const std::shared_ptr<ConnectionCore>& connection);
+                                                   const ResetToken& resetToken, Microseconds now,
+                                                   OpenSteps& steps);
+  void HandOverAccepted(const std::shared_ptr<ConnectionCore>& connection);
   void OnReset(const Address& from, const PacketHeader& header);
   // The key of a handshake in m_retiredHandshakes: a keyed hash, so that nobody can aim
   // collisions at a client's handshake.
@@ -177,7 +203,8 @@ class EndpointCore final : public ITimer {
   void SendStatelessReset(const Address& to, ConnectionId unknownId, std::size_t receivedSize,
                           Microseconds now);
   void RegisterResetToken(std::uint32_t slot);
-  void RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token);
+  // Whether the token now names the slot (false: no token, or an earlier connection has it).
+  bool RegisterResetTokenOf(std::uint32_t slot, const ResetToken& token);
   ConnectionId NewConnectionId();
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <unordered_map>
 
 #include "ReliableUDP/Detail/SipHash.h"
@@ -52,12 +53,18 @@ PeerKeyedMap<Key, Value> MakePeerKeyedMap() {
 }
 
 // An unordered_map never gives its buckets back by itself: rebuilt smaller (with its own hash and
-// key) once it is four times emptier than its buckets, amortised O(1) per erase.
+// key) once it is four times emptier than its buckets, amortised O(1) per erase. Never throws, so
+// that what erases (an ending connection, an open taken back) always finishes: a rebuild that
+// cannot get its memory keeps the larger map, and a later erase tries again.
 template <class Map>
-void ShrinkMapIfSparse(Map& map) {
+void ShrinkMapIfSparse(Map& map) noexcept {
   if (map.bucket_count() <= 64 || map.size() * 4 >= map.bucket_count()) return;
-  Map smaller(map.begin(), map.end(), 0, map.hash_function(), map.key_eq());
-  map.swap(smaller);
+  try {
+    Map smaller(map.begin(), map.end(), 0, map.hash_function(), map.key_eq());
+    map.swap(smaller);
+  } catch (const std::bad_alloc&) {
+    return;  // the larger map stays as it was
+  }
 }
 
 }  // namespace timerwheel::rudp::detail

@@ -58,6 +58,20 @@ class SlotTable {
   // `index` is no longer in use (its owner emptied it and moved its generation on).
   void Release(std::uint32_t index) { m_free.push_back(index); }
 
+  // Gives back the slot the last Allocate returned, before any other Allocate or Release, when
+  // its owner could not finish filling it (an allocation failed): the table is as it was, and
+  // nothing here allocates. The owner emptied it and moved its generation on. A slot the table
+  // grew for is cut again (the list was empty); one from the list goes back to it, whose
+  // capacity still holds it.
+  void Unallocate(std::uint32_t index) noexcept {
+    if (m_free.empty() && index + 1 == m_slots.size()) {
+      m_generationFloor = (std::max)(m_generationFloor, m_slots.back().generation);
+      m_slots.pop_back();
+    } else {
+      m_free.push_back(index);
+    }
+  }
+
   // Cuts the free slots off the table's end once it has more than 64 slots and more than four
   // times `inUse`.
   void ShrinkIfSparse(std::size_t inUse) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -352,6 +353,33 @@ TEST_CASE("a client that cannot reach a server times out after the handshake tim
   CHECK(network.Now() - start >= 5 * kSecond);
   CHECK(network.Now() - start <= 5 * kSecond + 2000);
   CHECK(client.Statistics().connectionsOpen == 0);
+}
+
+TEST_CASE("a deadline 2^32 ms away is armed for then and not due at once",
+          "[rudp][sim][handshake][timers]") {
+  // The heap's limit is 2^32 - 2 ms, so nothing splits the wait. The network's clock is not on a
+  // millisecond, so the deadline rounds up to 2^32 ms from now, which a 32-bit timeout would
+  // wrap to 0: the deadline timer would then fire every millisecond, finding it not yet due.
+  SimulatedNetwork network(5);
+  CountingTimerQueueMonitor monitor;
+  rudp::EndpointOptions options;
+  options.timerQueue = rudp::TimerQueueKind::Heap;
+  options.handshakeTimeout = std::numeric_limits<Milliseconds>::max();
+  options.timerMonitor = &monitor;
+  SimulatedHost& client = network.AddHost(9001, options);
+  REQUIRE(network.Now() % 1000 != 0);
+  const Udp::endpoint nowhere(boost::asio::ip::make_address_v4("10.0.0.1"), 9999);
+  bool done = false;
+  client.Connect(nowhere,
+                 [&](boost::system::error_code, std::shared_ptr<Connection>) { done = true; });
+  // (Stopped early if the timer spins, so that a regression fails rather than hangs.)
+  network.RunFor(20 * kSecond, [&] { return done || monitor.Fired() > 100; });
+  CHECK_FALSE(done);
+  CHECK(client.Statistics().connectionsOpen == 1);
+  // The Hello's probe timeouts, doubling from 1 s: a handful.
+  CAPTURE(monitor.Fired());
+  CHECK(monitor.Fired() <= 8);
+  client.Shutdown();
 }
 
 TEST_CASE("a one-way stream outlasting the idle timeout keeps both sides open",

@@ -136,3 +136,32 @@ TEST_CASE("ending connections costs the slot table linear work in any order") {
     CHECK(owner.table.FilteredEntries() <= 4 * kSlots);
   }
 }
+
+TEST_CASE("SlotTable takes back a slot its owner could not fill") {
+  Owner owner;
+  for (std::uint32_t i = 0; i < 4; ++i) REQUIRE(owner.Use() == i);
+  SECTION("a slot the table grew for is cut again") {
+    const std::uint32_t slot = owner.table.Allocate();
+    REQUIRE(slot == 4);
+    const std::uint32_t generation = ++owner.table[slot].generation;
+    owner.table.Unallocate(slot);
+    CHECK(owner.table.Size() == 4);
+    CHECK(owner.table.FreeListEntries() == 0);
+    // Grown again, it starts past the generation its abandoned occupant had.
+    REQUIRE(owner.table.Allocate() == 4);
+    CHECK(owner.table[4].generation >= generation);
+  }
+  SECTION("a slot from the free list goes back to it") {
+    owner.End(1);
+    owner.End(2);
+    const std::uint32_t slot = owner.table.Allocate();
+    REQUIRE(slot == 2);
+    ++owner.table[slot].generation;
+    owner.table.Unallocate(slot);
+    CHECK(owner.table.Size() == 4);
+    CHECK(owner.table.FreeListEntries() == 2);
+    CHECK(owner.Use() == 2);
+    CHECK(owner.Use() == 1);
+    CHECK(owner.Use() == 4);
+  }
+}

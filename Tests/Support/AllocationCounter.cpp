@@ -11,6 +11,9 @@
 namespace {
 thread_local bool t_counting = false;
 thread_local std::size_t t_allocations = 0;
+thread_local std::size_t t_failCountdown = 0;  // 0: no failure armed
+thread_local bool t_failActive = false;
+thread_local bool t_failed = false;
 
 // Accounts by index (0: none). Each has a generation, bumped when an account takes or leaves the
 // index, so that a block charged to an account that no longer exists uncharges nothing.
@@ -43,6 +46,22 @@ CountAllocations::CountAllocations() {
 CountAllocations::~CountAllocations() { t_counting = false; }
 
 std::size_t CountAllocations::Count() const { return t_allocations; }
+
+FailNthAllocation::FailNthAllocation(std::size_t n) {
+  if (n == 0) throw std::invalid_argument("FailNthAllocation: n counts from 1");
+  t_failCountdown = n;
+  t_failActive = true;
+  t_failed = false;
+}
+
+FailNthAllocation::~FailNthAllocation() {
+  t_failCountdown = 0;
+  t_failActive = false;
+}
+
+void FailNthAllocation::SetActive(bool active) noexcept { t_failActive = active; }
+
+bool FailNthAllocation::Failed() const noexcept { return t_failed; }
 
 HeapAccount::HeapAccount() : m_index(0) {
   for (std::uint32_t i = 1; i <= kMaxAccounts; ++i) {
@@ -84,6 +103,10 @@ HeapAccount::Charge::~Charge() { t_charged = m_previous; }
 namespace {
 void* Allocate(std::size_t size) noexcept {
   if (t_counting) ++t_allocations;
+  if (t_failActive && t_failCountdown != 0 && --t_failCountdown == 0) {
+    t_failed = true;
+    return nullptr;
+  }
   if (size > ~std::size_t{0} - kHeaderSize) return nullptr;
   void* const block = std::malloc(kHeaderSize + size);
   if (block == nullptr) return nullptr;

@@ -20,6 +20,22 @@ class CountAllocations {
   std::size_t Count() const;
 };
 
+// Makes one allocation fail as if the heap were exhausted: the `n`th (counting from 1) that the
+// current thread makes while this lives and it is active (operator new throws std::bad_alloc, the
+// nothrow forms return nullptr). Later ones succeed. For tests of what code leaves behind when an
+// allocation fails part way. Not nestable.
+class FailNthAllocation {
+ public:
+  explicit FailNthAllocation(std::size_t n);
+  ~FailNthAllocation();
+  FailNthAllocation(const FailNthAllocation&) = delete;
+  FailNthAllocation& operator=(const FailNthAllocation&) = delete;
+
+  // Only allocations made while active count (active from construction).
+  void SetActive(bool active) noexcept;
+  bool Failed() const noexcept;  // the `n`th came, and failed
+};
+
 // The bytes (as requested from operator new) and blocks that allocations charged to this account
 // still hold: an allocation is charged to the account whose Charge scope is active on the
 // allocating thread, and uncharged when it is freed, by whichever thread frees it, while the

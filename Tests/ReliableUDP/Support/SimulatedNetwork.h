@@ -233,11 +233,19 @@ class SimulatedNetwork {
   }
   void RunPosted() {
     // Handlers may post more; run until quiet. Index loop: the vector may grow meanwhile.
-    for (std::size_t i = 0; i < m_posted.size(); ++i) {
-      auto handler = std::move(m_posted[i].handler);
-      const auto error = m_posted[i].error;
-      const InHost in(*this, m_posted[i].host);
-      handler(error);
+    std::size_t i = 0;
+    try {
+      for (; i < m_posted.size(); ++i) {
+        auto handler = std::move(m_posted[i].handler);
+        const auto error = m_posted[i].error;
+        const InHost in(*this, m_posted[i].host);
+        handler(error);
+      }
+    } catch (...) {
+      // A handler threw (as out of io_context::run): it and those before it have run, the rest
+      // run next time.
+      m_posted.erase(m_posted.begin(), m_posted.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      throw;
     }
     m_posted.clear();
   }
@@ -382,8 +390,13 @@ inline rudp::detail::EndpointCore::ConnectCompletion ToConnection(
     std::shared_ptr<rudp::detail::LockedEngine> engine, SimulatedHost::ConnectHandler handler) {
   return [engine = std::move(engine), handler = std::move(handler)](
              rudp::detail::EngineError error, std::shared_ptr<rudp::detail::ConnectionCore> state) {
-    handler(rudp::detail::ToErrorCode(error),
-            state ? std::make_shared<rudp::Connection>(engine, std::move(state)) : nullptr);
+    std::shared_ptr<rudp::Connection> connection;
+    boost::system::error_code result = rudp::detail::ToErrorCode(error);
+    if (state) {
+      connection = rudp::Connection::Make(engine, state);
+      if (!connection) result = boost::asio::error::no_memory;  // as the Asio endpoint does
+    }
+    handler(result, std::move(connection));
   };
 }
 }  // namespace simulated_detail

@@ -1,0 +1,217 @@
+// What an allocation that fails part way through opening a connection leaves behind: each
+// allocation the open makes is failed in turn (FailNthAllocation), and the endpoint must come out
+// as it went in: no connection counted, no slot, table entry or admission count held for it,
+// nothing it cannot open again.
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "ReliableUDP/Support/SimulatedNetwork.h"
+#include "Support/AllocationCounter.h"
+
+using namespace timerwheel;
+using namespace timerwheel::test;
+using rudp::Connection;
+
+namespace {
+
+constexpr Microseconds kSecond = 1'000'000;
+// Far more allocations than one open makes: a sweep that reaches it has stopped finding them.
+constexpr std::size_t kMaxSweep = 400;
+
+rudp::EndpointOptions ServerOptions(const rudp::ServerKeyPair* key) {
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  if (key != nullptr) options.serverSecretKey = key->secretKey;
+  return options;
+}
+
+rudp::EndpointOptions ClientOptions(const rudp::ServerKeyPair* key) {
+  rudp::EndpointOptions options;
+  if (key != nullptr) options.serverPublicKey = key->publicKey;
+  return options;
+}
+
+// A server and a client on a fresh network; the client connects once.
+struct Attempt {
+  explicit Attempt(const rudp::ServerKeyPair* key)
+      : network(17),
+        server(network.AddHost(9000, ServerOptions(key))),
+        client(network.AddHost(9001, ClientOptions(key))) {}
+
+  void Connect() {
+    client.Connect(server.Address(), [this](boost::system::error_code ec,
+                                            std::shared_ptr<Connection> c) {
+      ++connectCompletions;
+      connectError = ec;
+      clientSide = std::move(c);
+    });
+  }
+  void Accept() {
+    server.Accept([this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+      if (ec == boost::asio::error::no_memory) {  // the handle could not be made
+        CHECK(c == nullptr);
+        ++acceptFailures;
+        return Accept();  // as an application would
+      }
+      ++acceptCompletions;
+      serverSide = ec ? nullptr : std::move(c);
+    });
+  }
+  bool RunUntilConnected() {
+    return network.RunFor(60 * kSecond, [this] { return clientSide && serverSide; });
+  }
+
+  // Both ends close; afterwards neither holds anything for the connection.
+  void CloseAndCheckEmpty() {
+    clientSide->Abort();
+    network.RunFor(5 * kSecond);
+    serverSide.reset();
+    clientSide.reset();
+    network.RunFor(120 * kSecond);  // past the handshake entries' expiry
+    for (SimulatedHost* host : {&server, &client}) {
+      CHECK(host->Statistics().connectionsOpen == 0);
+      const auto tables = host->Core().Tables();
+      CHECK(tables.connectionIds == 0);
+      CHECK(tables.handshakes == 0);
+      CHECK(tables.resetTokens == 0);
+      CHECK(tables.admissionAddresses == 0);
+      CHECK(tables.admissionPrefixes == 0);
+    }
+  }
+
+  SimulatedNetwork network;
+  SimulatedHost& server;
+  SimulatedHost& client;
+  std::shared_ptr<Connection> clientSide, serverSide;
+  boost::system::error_code connectError;
+  int connectCompletions = 0;
+  int acceptCompletions = 0;
+  int acceptFailures = 0;  // no_memory
+};
+
+void SweepConnect(const rudp::ServerKeyPair* key) {
+  std::size_t failures = 0;
+  for (std::size_t n = 1; n <= kMaxSweep; ++n) {
+    CAPTURE(n);
+    Attempt attempt(key);
+    attempt.Accept();
+    bool threw = false, failed = false;
+    {
+      FailNthAllocation failure(n);
+      try {
+        attempt.Connect();
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      failed = failure.Failed();
+    }
+    // Every failure comes out to the caller, and nothing else throws.
+    REQUIRE(threw == failed);
+    if (!failed) {  // n is past the last allocation the call makes
+      REQUIRE(attempt.RunUntilConnected());
+      CHECK(failures > 0);
+      return;
+    }
+    ++failures;
+    // The call that threw left nothing: no connection, no handler to call, nothing more sent (a
+    // Hello may have gone before the failure: the server answers it without keeping state).
+    std::uint64_t sentAfter = 0;
+    attempt.network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,
+                              const std::vector<std::uint8_t>&) {
+      if (from == attempt.client.Address()) ++sentAfter;
+    };
+    attempt.network.RunFor(10 * kSecond);
+    attempt.network.tap = nullptr;
+    CHECK(sentAfter == 0);
+    CHECK(attempt.connectCompletions == 0);
+    CHECK(attempt.client.Statistics().connectionsOpen == 0);
+    // And the endpoint opens the next one as if nothing had happened.
+    attempt.Connect();
+    REQUIRE(attempt.RunUntilConnected());
+    CHECK(attempt.connectCompletions == 1);
+    CHECK(attempt.client.Statistics().connectionsOpen == 1);
+    attempt.CloseAndCheckEmpty();
+  }
+  FAIL("Connect made more than " << kMaxSweep << " allocations");
+}
+
+// The server's allocations only (the network's own and the client's do not count), from the
+// client's first datagram until its connection is accepted.
+void SweepAccept(const rudp::ServerKeyPair* key) {
+  std::size_t failures = 0;
+  for (std::size_t n = 1; n <= kMaxSweep; ++n) {
+    CAPTURE(n);
+    Attempt attempt(key);
+    attempt.Accept();
+    bool threw = false, failed = false;
+    {
+      FailNthAllocation failure(n);
+      failure.SetActive(false);
+      attempt.network.onHostChange = [&](const SimulatedHost* host) {
+        failure.SetActive(host == &attempt.server);
+      };
+      attempt.Connect();
+      try {
+        attempt.network.RunFor(2 * kSecond, [&] { return attempt.acceptCompletions > 0; });
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      attempt.network.onHostChange = nullptr;
+      failed = failure.Failed();
+    }
+    // The failure comes out of the server's datagram handler (out of io_context::run, on a real
+    // socket), and the endpoint is left as if the datagram had never come; or, once the
+    // connection is open, its accept completes with no_memory and the connection is closed.
+    REQUIRE((threw || attempt.acceptFailures > 0) == failed);
+    REQUIRE_FALSE((threw && attempt.acceptFailures > 0));
+    if (!failed) {
+      REQUIRE(attempt.RunUntilConnected());
+      CHECK(failures > 0);
+      return;
+    }
+    ++failures;
+    // The client tries again, and gets in (or its connection was open before the failure, which
+    // came from the server's timer dispatch: the queue reserves before it detaches, so nothing
+    // is lost, and the expiries run at the next dispatch).
+    if (!attempt.RunUntilConnected()) {
+      // The server took back a connection after its Welcome had gone (the client's side ends as
+      // after a server restart: at its idle timeout), or closed one it could not hand over;
+      // the client connects again.
+      REQUIRE(attempt.clientSide);
+      REQUIRE(attempt.network.RunFor(
+          120 * kSecond, [&] { return attempt.client.Statistics().connectionsOpen == 0; }));
+      CHECK(attempt.server.Statistics().connectionsOpen == 0);
+      attempt.clientSide.reset();
+      attempt.Connect();
+      REQUIRE(attempt.RunUntilConnected());
+    }
+    // The accept's handler waited through the failure, and was called once.
+    CHECK(attempt.acceptCompletions == 1);
+    CHECK(attempt.server.Statistics().connectionsOpen == 1);
+    attempt.CloseAndCheckEmpty();
+  }
+  FAIL("accepting made more than " << kMaxSweep << " allocations");
+}
+
+}  // namespace
+
+TEST_CASE("a connect whose allocation fails throws and leaves the endpoint as it was",
+          "[rudp][sim][allocation-failure]") {
+  SECTION("plaintext") { SweepConnect(nullptr); }
+  SECTION("encrypted") {
+    const auto key = rudp::MakeServerKeyPair();
+    SweepConnect(&key);
+  }
+}
+
+TEST_CASE("an accept whose allocation fails leaves the server as if the handshake never came",
+          "[rudp][sim][allocation-failure]") {
+  SECTION("plaintext") { SweepAccept(nullptr); }
+  SECTION("encrypted") {
+    const auto key = rudp::MakeServerKeyPair();
+    SweepAccept(&key);
+  }
+}

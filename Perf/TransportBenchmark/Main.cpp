@@ -58,6 +58,7 @@
 #include <string>
 #include <vector>
 
+#include "TransportBenchmark/AckOrderWorkload.h"
 #include "TransportBenchmark/HostileSocketWorkload.h"
 #include "TransportBenchmark/HostileWorkload.h"
 #include "TransportBenchmark/ManyConnectionsWorkload.h"
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   if (settings.Runs("scaling") && settings.scalingConnections > 0) RunScalingTable(settings);
   if (settings.Runs("hostile")) {
     RunHostileTable(settings);
+    RunAckOrderTable(settings);
     RunHostileSocketTable(settings);
   }
   if (settings.Runs("loopback")) RunLoopbackTable(settings);

@@ -42,12 +42,12 @@ struct Attempt {
         client(network.AddHost(9001, ClientOptions(key))) {}
 
   void Connect() {
-    client.Connect(server.Address(), [this](boost::system::error_code ec,
-                                            std::shared_ptr<Connection> c) {
-      ++connectCompletions;
-      connectError = ec;
-      clientSide = std::move(c);
-    });
+    client.Connect(server.Address(),
+                   [this](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                     ++connectCompletions;
+                     connectError = ec;
+                     clientSide = std::move(c);
+                   });
   }
   void Accept() {
     server.Accept([this](boost::system::error_code ec, std::shared_ptr<Connection> c) {

@@ -152,10 +152,14 @@ TEST_CASE("RangeSet Contains and ContainsAll at the edges", "[rudp][buffers]") {
 }
 
 TEST_CASE("RangeSet matches std::set over random operations", "[rudp][buffers]") {
-  constexpr std::uint64_t kUniverse = 2000;
+  // A few dozen long ranges; or hundreds of short ones, so that the room the front leaves is
+  // reclaimed and reused many times.
+  const auto [kUniverse, kMaxLength] = GENERATE(std::pair<std::uint64_t, std::uint64_t>{2000, 40},
+                                                std::pair<std::uint64_t, std::uint64_t>{4000, 2});
+  CAPTURE(kUniverse, kMaxLength);
   std::mt19937_64 rng(12345);
   std::uniform_int_distribution<std::uint64_t> value(0, kUniverse - 1);
-  std::uniform_int_distribution<std::uint64_t> length(1, 40);
+  std::uniform_int_distribution<std::uint64_t> length(1, kMaxLength);
   std::uniform_int_distribution<int> operation(0, 99);
   RangeSet set;
   std::set<std::uint64_t> model;
@@ -175,6 +179,14 @@ TEST_CASE("RangeSet matches std::set over random operations", "[rudp][buffers]")
       const std::uint64_t below = begin / 4;  // mostly small, so the set does not stay empty
       model.erase(model.begin(), model.lower_bound(below));
       set.EraseBelow(below);
+    } else if (op < 90 && !set.Empty()) {
+      const auto front = set.Front();
+      model.erase(model.lower_bound(front.begin), model.lower_bound(front.end));
+      set.PopFront();
+    } else if (op < 91 && !set.Empty()) {
+      const auto back = set.Back();
+      model.erase(model.lower_bound(back.begin), model.lower_bound(back.end));
+      set.PopBack();
     } else {
       bool all = true;
       for (std::uint64_t v = begin; v < end; ++v) all = all && model.count(v) != 0;

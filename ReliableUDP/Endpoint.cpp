@@ -343,13 +343,23 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         m_turn.wait(lock, [&] { return m_serving == ticket; });
         m_engine->AddWait(start);
       }
+      // The turn passes on even if `work` throws: one left unserved would make every later
+      // read's hand-over to this shard wait for ever.
+      struct PassTurn {
+        Shard& shard;
+        std::unique_lock<std::mutex>& lock;
+        PassTurn(const PassTurn&) = delete;
+        PassTurn& operator=(const PassTurn&) = delete;
+        ~PassTurn() {
+          ++shard.m_serving;
+          lock.unlock();
+          shard.m_turn.notify_all();
+        }
+      } passTurn{*this, lock};
       if (!m_owner.m_closed) {
         work(m_engine->Core());
         Flush(BatchEnd::Call);  // as LockedEngine::Call does
       }
-      ++m_serving;
-      lock.unlock();
-      m_turn.notify_all();
     }
 
     const udp::BatchCounters& Counters() const {  // with the shard's lock held
@@ -629,7 +639,8 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   // Wraps a user's handler so that it receives a public Connection, tied to its shard's engine.
   ConnectCompletion Wrap(ConnectHandler handler) {
     return [self = shared_from_this(), handler = std::move(handler)](
-               detail::EngineError error, std::shared_ptr<detail::ConnectionCore> state) mutable {
+               detail::EngineError error,
+               const std::shared_ptr<detail::ConnectionCore>& state) mutable {
       std::shared_ptr<Connection> connection;
       boost::system::error_code result = detail::ToErrorCode(error);
       if (state) {
@@ -829,7 +840,27 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   // lock is taken once for all of its datagrams, and its sends leave together at the end.
   void HandOver(Receiver& receiver) {
     const std::size_t last = m_shards.size() - 1;
-    for (std::size_t index = 0; index <= last; ++index) {
+    std::size_t index = 0;
+    try {
+      HandOverFrom(receiver, index);
+    } catch (...) {
+      // A datagram's handling threw (the engine itself drops those that run out of memory): the
+      // read's other turns are still served and the socket read again, or the endpoint would
+      // stop receiving. Then it goes on, out of io_context::run.
+      for (++index; index <= last; ++index) {
+        if (((receiver.shards >> index) & 1) == 0) continue;
+        m_shards[index]->InTurn(receiver.tickets[index], [](detail::EndpointCore&) {});
+      }
+      ReadAgain(receiver);
+      throw;
+    }
+    ReadAgain(receiver);
+  }
+
+  // HandOver's loop over the shards, from `index` on; `index` is left at the shard it serves.
+  void HandOverFrom(Receiver& receiver, std::size_t& index) {
+    const std::size_t last = m_shards.size() - 1;
+    for (; index <= last; ++index) {
       if (((receiver.shards >> index) & 1) == 0) continue;
       Shard& shard = *m_shards[index];
       shard.InTurn(receiver.tickets[index], [&](detail::EndpointCore& core) {
@@ -850,6 +881,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
             });
       });
     }
+  }
+
+  void ReadAgain(Receiver& receiver) {
     std::lock_guard<std::mutex> lock(m_socketMutex);
     receiver.busy = false;
     ArmLocked();  // if every receiver was busy, the read waits for this one

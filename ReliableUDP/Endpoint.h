@@ -49,8 +49,8 @@ class Endpoint {
   // Either completes with boost::asio::error::no_memory, and no connection, if the connection's
   // handle could not be allocated (the connection is closed). If an allocation fails while the
   // connection is being opened, AsyncConnect throws std::bad_alloc and the endpoint is as before
-  // (the handler is not called); on the server, the exception comes out of io_context::run, the
-  // handshake's datagram is as good as lost, and the client's retry may open it.
+  // (the handler is not called); on the server, the handshake's datagram is dropped as if lost
+  // (EndpointStatistics::droppedOutOfMemory), and the client's retry may open it.
   void AsyncConnect(const boost::asio::ip::udp::endpoint& remote, ConnectHandler handler);
   // Completes with the next connection another endpoint opened (requires acceptIncoming).
   void AsyncAccept(ConnectHandler handler);

@@ -142,6 +142,9 @@ struct EndpointStatistics {
       0;  // e.g. an ACK of an unsent packet, data beyond the window
   std::uint64_t droppedTooFragmented = 0;  // out-of-order data over the reassembly bound
   std::uint64_t droppedWrongAddress = 0;   // a known connection ID from another address
+  // Its handling needed memory that could not be had (std::bad_alloc): dropped, as if lost; a
+  // connection it was opening is taken back whole (docs/reliable-udp.md, "Memory bound").
+  std::uint64_t droppedOutOfMemory = 0;
   std::uint64_t sendWouldBlock = 0;        // the socket buffer was full; the datagram waits
   std::uint64_t sendErrors = 0;            // not sent (no route, or the wait queue was full)
   std::uint64_t receiveErrorsIgnored = 0;  // e.g. ICMP port unreachable surfacing on Windows

@@ -56,7 +56,8 @@ double NsPerAck(std::size_t bufferBytes, Order order) {
 }  // namespace
 
 void RunAckOrderTable(const Settings& settings) {
-  std::printf("\n## Hostile peer: the order of acknowledgements, sender CPU per acknowledged packet\n\n");
+  std::printf(
+      "\n## Hostile peer: the order of acknowledgements, sender CPU per acknowledged packet\n\n");
   std::printf("| send buffer | in order (ns) | every other first, then the rest in order (ns) |\n");
   std::printf("| ---: | ---: | ---: |\n");
   const std::vector<std::size_t> sizes =

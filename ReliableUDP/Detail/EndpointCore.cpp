@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -49,6 +50,16 @@ EndpointCore::~EndpointCore() { Shutdown(); }
 // --- Datagrams ---------------------------------------------------------------------------------
 
 void EndpointCore::OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size) {
+  try {
+    HandleDatagram(from, data, size);
+  } catch (const std::bad_alloc&) {
+    // Dropped, as a datagram the network lost: the peer's retransmission or retry comes later.
+    // Thrown on, it would stop the socket's receive path for every datagram after it.
+    ++m_context.stats.droppedOutOfMemory;
+  }
+}
+
+void EndpointCore::HandleDatagram(const Address& from, const std::uint8_t* data, std::size_t size) {
   if (m_shutDown) return;
   auto& stats = m_context.stats;
   ++stats.datagramsReceived;
@@ -350,11 +361,12 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
 }
 
 void EndpointCore::HandOverAccepted(const std::shared_ptr<ConnectionCore>& connection) {
-  // A waiter leaves its queue only once its completion is posted.
+  // (A waiter whose completion cannot be posted, an allocation failing, goes with the failure:
+  // Post has taken it by then. Left in the queue empty, it would be called later.)
   if (!m_acceptWaiters.empty()) {
-    Post(m_acceptWaiters.front(), EngineError::None, connection);
+    ConnectCompletion waiter = std::move(m_acceptWaiters.front());
     m_acceptWaiters.pop_front();
-    return;
+    return Post(waiter, EngineError::None, connection);
   }
   ConnectCompletion shared;
   if (m_shard.acceptWaiters != nullptr && m_shard.acceptWaiters->TakeWaiter(shared)) {

@@ -73,6 +73,8 @@ class EndpointCore final : public ITimer {
   EndpointCore(const EndpointCore&) = delete;
   EndpointCore& operator=(const EndpointCore&) = delete;
 
+  // Handles one datagram. Never throws std::bad_alloc: a datagram whose handling runs out of
+  // memory is dropped and counted (droppedOutOfMemory).
   void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
   void Connect(const Address& remote, ConnectCompletion completion);
   void Accept(ConnectCompletion completion);
@@ -139,6 +141,7 @@ class EndpointCore final : public ITimer {
   };
 
  private:
+  void HandleDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
   struct Slot {
     std::shared_ptr<ConnectionCore> connection;
     std::uint32_t generation = 0;
@@ -161,8 +164,8 @@ class EndpointCore final : public ITimer {
   // (the tables' growth, the connection's buffers, the queue's timer records, a completion's
   // post); UndoOpen then takes back exactly these steps, so that no slot, table entry or count
   // is held for a connection that never was (an admission count leaked that way would refuse its
-  // address for ever), and the exception goes on to the caller: out of Connect, or out of the
-  // datagram's handler (io_context::run) as if the datagram had not come. The open is complete,
+  // address for ever), and the exception goes on: out of Connect, or to OnDatagram, which drops
+  // the datagram as if it had not come. The open is complete,
   // and no longer undone, once the connection is handed to its completion or accept queue.
   struct OpenSteps {
     std::uint32_t slot = 0;

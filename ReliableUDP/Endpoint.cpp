@@ -346,8 +346,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       // The turn passes on even if `work` throws: one left unserved would make every later
       // read's hand-over to this shard wait for ever.
       struct PassTurn {
-        Shard& shard;
-        std::unique_lock<std::mutex>& lock;
+        PassTurn(Shard& turnOf, std::unique_lock<std::mutex>& held) : shard(turnOf), lock(held) {}
         PassTurn(const PassTurn&) = delete;
         PassTurn& operator=(const PassTurn&) = delete;
         ~PassTurn() {
@@ -355,6 +354,8 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
           lock.unlock();
           shard.m_turn.notify_all();
         }
+        Shard& shard;
+        std::unique_lock<std::mutex>& lock;
       } passTurn{*this, lock};
       if (!m_owner.m_closed) {
         work(m_engine->Core());

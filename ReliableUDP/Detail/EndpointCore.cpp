@@ -326,18 +326,10 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
                                                                ConnectionId clientId,
                                                                const ResetToken& resetToken,
                                                                Microseconds now, OpenSteps& steps) {
-  const std::uint32_t slot = m_slots.Allocate();
-  steps.slot = slot;
-  steps.slotTaken = true;
+  OpenSlot(ConnectionCore::Role::Server, from, steps);
+  const std::uint32_t slot = steps.slot;
   m_admission.OnAdmitted(from, now);
   steps.admitted = true;
-  const ConnectionId id = NewConnectionId();
-  steps.connection =
-      std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Server, id, from,
-                                       ConnectionSlot{slot, m_slots[slot].generation});
-  m_slots[slot].connection = steps.connection;
-  m_byId.Insert(id, slot);
-  steps.id = id;
   // A cookie verifies for less than two windows; a little margin for clock granularity.
   const Microseconds expiresAt =
       now + 2 * Microseconds{m_context.options.cookieWindow} * 1000 + 1'000'000;
@@ -358,6 +350,18 @@ std::shared_ptr<ConnectionCore> EndpointCore::AcceptConnection(const Address& fr
   m_admission.OnOpened();
   steps.counted = true;
   return steps.connection;
+}
+
+void EndpointCore::OpenSlot(ConnectionCore::Role role, const Address& remote, OpenSteps& steps) {
+  const std::uint32_t slot = m_slots.Allocate();
+  steps.slot = slot;
+  steps.slotTaken = true;
+  const ConnectionId id = NewConnectionId();
+  steps.connection = std::make_shared<ConnectionCore>(
+      m_context, role, id, remote, ConnectionSlot{slot, m_slots[slot].generation});
+  m_slots[slot].connection = steps.connection;
+  m_byId.Insert(id, slot);
+  steps.id = id;
 }
 
 void EndpointCore::HandOverAccepted(const std::shared_ptr<ConnectionCore>& connection) {
@@ -494,17 +498,8 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   }
   OpenSteps steps;
   try {
-    steps.slot = m_slots.Allocate();
-    steps.slotTaken = true;
-    const std::uint32_t slot = steps.slot;
-    const ConnectionId id = NewConnectionId();
-    steps.connection =
-        std::make_shared<ConnectionCore>(m_context, ConnectionCore::Role::Client, id, remote,
-                                         ConnectionSlot{slot, m_slots[slot].generation});
-    m_slots[slot].connection = steps.connection;
-    m_byId.Insert(id, slot);
-    steps.id = id;
-    m_connects.emplace(slot, std::move(completion));
+    OpenSlot(ConnectionCore::Role::Client, remote, steps);
+    m_connects.emplace(steps.slot, std::move(completion));
     steps.connectPending = true;
     ++m_context.stats.connectionsOpen;
     m_admission.OnOpened();

@@ -181,6 +181,8 @@ class EndpointCore final : public ITimer {
     bool counted = false;         // connectionsOpen and the connection limit
   };
   void UndoOpen(OpenSteps& steps, const Address& remote) noexcept;
+  // The steps every open begins with: a slot, a connection ID and the connection in both.
+  void OpenSlot(ConnectionCore::Role role, const Address& remote, OpenSteps& steps);
   // The server side of a connection, made for a handshake that passed every check: `start`
   // starts it (plaintext or keyed), then it goes to an accept.
   template <class Start>

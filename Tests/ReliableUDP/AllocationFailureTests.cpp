@@ -92,12 +92,27 @@ struct Attempt {
   int acceptFailures = 0;  // no_memory
 };
 
-void SweepConnect(const rudp::ServerKeyPair* key) {
+// Fails the nth allocation of `failOne(attempt, n)` for n = 1, 2, ... on a fresh Attempt each
+// time, until an n past the last allocation: `failOne` returns whether its allocation failed
+// (and checks what that left), or connects and returns false.
+template <class FailOne>
+void SweepAllocations(const rudp::ServerKeyPair* key, const char* what, FailOne failOne) {
   std::size_t failures = 0;
   for (std::size_t n = 1; n <= kMaxSweep; ++n) {
     CAPTURE(n);
     Attempt attempt(key);
     attempt.Accept();
+    if (!failOne(attempt, n)) {
+      CHECK(failures > 0);
+      return;
+    }
+    ++failures;
+  }
+  FAIL(what << " made more than " << kMaxSweep << " allocations");
+}
+
+void SweepConnect(const rudp::ServerKeyPair* key) {
+  SweepAllocations(key, "Connect", [](Attempt& attempt, std::size_t n) {
     bool threw = false, failed = false;
     // The first connect's handler: called once if the call returned, never if it threw.
     int firstCompletions = 0;
@@ -117,10 +132,8 @@ void SweepConnect(const rudp::ServerKeyPair* key) {
     if (!failed) {  // n is past the last allocation the call makes: it connects
       REQUIRE(attempt.network.RunFor(
           60 * kSecond, [&] { return firstCompletions == 1 && attempt.serverSide != nullptr; }));
-      CHECK(failures > 0);
-      return;
+      return false;
     }
-    ++failures;
     // The call that threw left nothing: no connection, no handler to call, nothing more sent (a
     // Hello may have gone before the failure: the server answers it without keeping state).
     std::uint64_t sentAfter = 0;
@@ -140,18 +153,14 @@ void SweepConnect(const rudp::ServerKeyPair* key) {
     CHECK(firstCompletions == 0);
     CHECK(attempt.client.Statistics().connectionsOpen == 1);
     attempt.CloseAndCheckEmpty();
-  }
-  FAIL("Connect made more than " << kMaxSweep << " allocations");
+    return true;
+  });
 }
 
 // The server's allocations only (the network's own and the client's do not count), from the
 // client's first datagram until its connection is accepted.
 void SweepAccept(const rudp::ServerKeyPair* key) {
-  std::size_t failures = 0;
-  for (std::size_t n = 1; n <= kMaxSweep; ++n) {
-    CAPTURE(n);
-    Attempt attempt(key);
-    attempt.Accept();
+  SweepAllocations(key, "accepting", [](Attempt& attempt, std::size_t n) {
     bool threw = false, failed = false;
     {
       FailNthAllocation failure(n);
@@ -176,10 +185,8 @@ void SweepAccept(const rudp::ServerKeyPair* key) {
     REQUIRE(int{threw} + int{dropped} + int{attempt.acceptFailures > 0} <= 1);
     if (!failed) {
       REQUIRE(attempt.RunUntilConnected());
-      CHECK(failures > 0);
-      return;
+      return false;
     }
-    ++failures;
     // The client tries again, and gets in (or its connection was open before the failure, which
     // came from the server's timer dispatch: the queue reserves before it detaches, so nothing
     // is lost, and the expiries run at the next dispatch).
@@ -199,8 +206,8 @@ void SweepAccept(const rudp::ServerKeyPair* key) {
     CHECK(attempt.acceptCompletions == 1);
     CHECK(attempt.server.Statistics().connectionsOpen == 1);
     attempt.CloseAndCheckEmpty();
-  }
-  FAIL("accepting made more than " << kMaxSweep << " allocations");
+    return true;
+  });
 }
 
 }  // namespace

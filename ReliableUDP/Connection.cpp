@@ -65,7 +65,7 @@ void Connection::AsyncSend(boost::asio::const_buffer message, Handler handler) {
 void Connection::AsyncReceive(std::vector<std::uint8_t>& message, Handler handler) {
   detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
-  m_state->Receive(message, Adapt(std::move(handler)), core.Now());
+  m_state->Receive(message, Adapt(std::move(handler)));
   core.AfterCall(*m_state);
 }
 

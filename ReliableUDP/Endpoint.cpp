@@ -18,12 +18,13 @@
 //   Close changes, holding every shard's mutex and m_socketMutex.
 // - m_acceptMutex guards the accept waiters shared by the shards.
 // - A shard's m_completionMutex guards its queue of completions (Shard::Post): taken inside the
-//   shard's mutex by the engine's Post, or alone by the operation that runs them; nothing is
-//   taken inside it but Asio's own locks.
-// - Lock order: shard mutexes in index order, then m_socketMutex or m_acceptMutex, then the timer
-//   drivers' own locks (the engine arms timers inside its calls: the drivers dispatch without
-//   their lock). A receiver takes m_socketMutex for a system call and releases it before it takes
-//   a shard's mutex to hand the datagrams over.
+//   shard's mutex (and m_acceptMutex, when a shared accept waiter is served) by the engine's
+//   Post, or alone by the operation that runs them; nothing is taken inside it but
+//   m_handlerMemory's and Asio's own locks.
+// - Lock order: shard mutexes in index order, then m_socketMutex or m_acceptMutex, then a shard's
+//   m_completionMutex, then the timer drivers' own locks (the engine arms timers inside its calls:
+//   the drivers dispatch without their lock). A receiver takes m_socketMutex for a system call and
+//   releases it before it takes a shard's mutex to hand the datagrams over.
 // - User handlers never run under any of these (the engine posts them: a shard's completions run
 //   in the order they were made, by one operation at a time).
 //
@@ -53,6 +54,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <optional>
@@ -243,14 +245,12 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       }
     }
     // The waiter is published before the sweep: a connection established in a shard after the
-    // sweep passed it finds the waiter there (AfterAccept asks TakeWaiter).
+    // sweep passed it finds the waiter there (HandOverAccepted asks ServeOldestWaiter).
     for (auto& shard : m_shards) {
       detail::LockedEngine::Call call(shard->Engine());
       auto& core = shard->Engine().Core();
       while (core.HasAcceptable()) {
-        ConnectCompletion waiter;
-        if (!TakeWaiter(waiter)) return;
-        core.Accept(std::move(waiter));
+        if (!ServeOldestWaiter([&](ConnectCompletion& waiter) { core.Accept(waiter); })) return;
       }
     }
   }
@@ -467,14 +467,22 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     // idle thread of a two-thread io_context, whose handler then called into the shard the first
     // thread held (Perf/RESULTS.md, "Threads"). One queue keeps the order that a deferred
     // completion alone would break: one made meanwhile by another thread would overtake it.
-    void Post(detail::Completion handler, detail::EngineError error) override {
-      {
-        std::lock_guard<std::mutex> lock(m_completionMutex);
-        m_completions.push_back({std::move(handler), error});
-        if (m_completionsScheduled) return;
+    // What can fail (the queue's growth, the operation's memory) comes before `handler` is
+    // taken, so a failed post leaves it with the caller (IEndpointIo::Post).
+    void Post(detail::Completion& handler, detail::EngineError error) override {
+      std::lock_guard<std::mutex> lock(m_completionMutex);
+      if (!m_completionsScheduled) {
+        std::shared_ptr<Impl> self = m_owner.weak_from_this().lock();
+        // While the endpoint is destroyed (a failed construction) nothing holds it: the
+        // completion goes to the io_context on its own, from the heap.
+        if (!self) return m_owner.PostCompletion(handler, error);
+        MakeRoomForOneCompletion();
+        ScheduleCompletionsLocked(std::move(self));
         m_completionsScheduled = true;
+      } else {
+        MakeRoomForOneCompletion();
       }
-      ScheduleCompletions();
+      m_completions.push_back({std::move(handler), error});  // room made: cannot throw
     }
 
    private:
@@ -487,19 +495,14 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       detail::EngineError error;
     };
 
-    void ScheduleCompletions() {
-      // While the endpoint is destroyed (a failed construction) nothing holds it: each queued
-      // completion goes to the io_context on its own, from the heap.
-      std::shared_ptr<Impl> self = m_owner.weak_from_this().lock();
-      if (!self) {
-        std::lock_guard<std::mutex> lock(m_completionMutex);
-        for (auto& queued : m_completions) {
-          m_owner.PostCompletion(std::move(queued.handler), queued.error);
-        }
-        m_completions.clear();
-        m_completionsScheduled = false;
-        return;
+    void MakeRoomForOneCompletion() {  // under m_completionMutex
+      if (m_completions.size() == m_completions.capacity()) {
+        m_completions.reserve(2 * m_completions.size() + 16);
       }
+    }
+
+    // Under m_completionMutex. The operation holds the endpoint (`self`).
+    void ScheduleCompletionsLocked(std::shared_ptr<Impl> self) {
       DeferOrPost(m_owner.m_ioContext,
                   WithMemory(m_owner.m_handlerMemory,
                              [self = std::move(self), this] { RunCompletions(); }));
@@ -531,21 +534,20 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     // in the queue (this path alone allocates), and the next operation is scheduled if anything
     // waits. The handlers that ran are destroyed outside the queue's lock: their captures may
     // hold the last reference to a Connection, whose destructor takes the shard's lock, which
-    // Post holds when it takes the queue's.
+    // Post holds when it takes the queue's. If the next operation cannot be scheduled (no
+    // memory), the queue waits for the next Post to schedule one.
     void FinishCompletions(std::size_t next) {
       std::vector<QueuedCompletion> rest(
           std::make_move_iterator(m_running.begin() + static_cast<std::ptrdiff_t>(next)),
           std::make_move_iterator(m_running.end()));
       m_running.clear();
-      bool more = false;
-      {
-        std::lock_guard<std::mutex> lock(m_completionMutex);
-        m_completions.insert(m_completions.begin(), std::make_move_iterator(rest.begin()),
-                             std::make_move_iterator(rest.end()));
-        more = !m_completions.empty();
-        if (!more) m_completionsScheduled = false;
-      }
-      if (more) ScheduleCompletions();
+      std::lock_guard<std::mutex> lock(m_completionMutex);
+      m_completions.insert(m_completions.begin(), std::make_move_iterator(rest.begin()),
+                           std::make_move_iterator(rest.end()));
+      m_completionsScheduled = false;
+      if (m_completions.empty()) return;
+      ScheduleCompletionsLocked(m_owner.shared_from_this());  // RunCompletions' `self` holds it
+      m_completionsScheduled = true;
     }
 
     void SendQueuedLocked() {
@@ -628,11 +630,12 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   static constexpr std::uint8_t kResetShard = 0xff;
   static constexpr std::uint8_t kHandled = 0xfe;
 
-  // SharedAcceptWaiters: a shard's connection was established (the shard's lock is held).
-  bool TakeWaiter(ConnectCompletion& waiter) override {
+  // SharedAcceptWaiters: a shard's connection was established, or Accept's sweep found one (the
+  // shard's lock is held). `serve` posts the waiter's completion (a shard's m_completionMutex).
+  bool ServeOldestWaiter(const std::function<void(ConnectCompletion&)>& serve) override {
     std::lock_guard<std::mutex> lock(m_acceptMutex);
     if (m_acceptWaiters.empty()) return false;
-    waiter = std::move(m_acceptWaiters.front());
+    serve(m_acceptWaiters.front());  // if it throws, the waiter stays first
     m_acceptWaiters.pop_front();
     return true;
   }
@@ -660,18 +663,16 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     });
   }
 
-  void PostCompletion(detail::Completion handler, detail::EngineError error) {
-    // The posted operation lives in m_handlerMemory, so it holds the endpoint. Not while the
-    // endpoint is being destroyed (a failed construction): then from the heap, holding nothing.
-    if (std::shared_ptr<Impl> self = weak_from_this().lock()) {
-      boost::asio::post(m_ioContext,
-                        WithMemory(m_handlerMemory,
-                                   [self = std::move(self), error,
-                                    handler = std::move(handler)]() mutable { handler(error); }));
-      return;
+  // Posts `handler` on its own. While the endpoint is being destroyed (a failed construction):
+  // from the heap, holding nothing. A shared box lets a failed post give `handler` back.
+  void PostCompletion(detail::Completion& handler, detail::EngineError error) {
+    auto box = std::make_shared<detail::Completion>(std::move(handler));
+    try {
+      boost::asio::post(m_ioContext, [box, error] { (*box)(error); });
+    } catch (...) {
+      handler = std::move(*box);
+      throw;
     }
-    boost::asio::post(m_ioContext,
-                      [handler = std::move(handler), error]() mutable { handler(error); });
   }
 
   // Starts the next read of the socket on a free receiver, unless one is under way (or every
@@ -865,6 +866,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       if (((receiver.shards >> index) & 1) == 0) continue;
       Shard& shard = *m_shards[index];
       shard.InTurn(receiver.tickets[index], [&](detail::EndpointCore& core) {
+        // The read's datagrams arrived before it; read in this shard's turn, the clock is as
+        // close to that as per datagram, for one read instead of one each.
+        const detail::Microseconds now = core.Now();
         std::size_t i = 0;
         receiver.ForEachDatagram(
             [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
@@ -878,7 +882,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
               } else if (target != index) {
                 return;
               }
-              core.OnDatagram(detail::ToAddress(from), data, size);
+              core.OnDatagram(detail::ToAddress(from), data, size, now);
             });
       });
     }

@@ -21,6 +21,12 @@ template <class R, class... Args, std::size_t InlineSize>
 class UniqueFunction<R(Args...), InlineSize> {
  public:
   static constexpr std::size_t kInlineSize = InlineSize;
+  // Whether a callable of type D is held inline: then holding it allocates nothing and cannot
+  // throw.
+  template <class D>
+  static constexpr bool kHoldsInline =
+      sizeof(D) <= kInlineSize &&
+      alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
   UniqueFunction() noexcept = default;
   UniqueFunction(std::nullptr_t) noexcept {}  // NOLINT: implicit, like std::function
@@ -29,8 +35,7 @@ class UniqueFunction<R(Args...), InlineSize> {
             class = std::enable_if_t<!std::is_same_v<D, UniqueFunction> &&
                                      std::is_invocable_r_v<R, D&, Args...>>>
   UniqueFunction(F&& function) {  // NOLINT: implicit, like std::function
-    if constexpr (sizeof(D) <= kInlineSize && alignof(D) <= alignof(std::max_align_t) &&
-                  std::is_nothrow_move_constructible_v<D>) {
+    if constexpr (kHoldsInline<D>) {
       ::new (static_cast<void*>(&m_storage)) D(std::forward<F>(function));
       m_ops = &kInlineOps<D>;
     } else {
@@ -54,6 +59,15 @@ class UniqueFunction<R(Args...), InlineSize> {
   explicit operator bool() const noexcept { return m_ops != nullptr; }
 
   R operator()(Args... args) { return m_ops->invoke(&m_storage, std::forward<Args>(args)...); }
+
+  // The callable held, if it is a D (as std::function::target); else nullptr. So that a caller
+  // whose hand-over failed can take back what it put in.
+  template <class D>
+  D* Target() noexcept {
+    if (m_ops == &kInlineOps<D>) return std::launder(reinterpret_cast<D*>(&m_storage));
+    if (m_ops == &kHeapOps<D>) return *reinterpret_cast<D**>(&m_storage);
+    return nullptr;
+  }
 
  private:
   struct Ops {

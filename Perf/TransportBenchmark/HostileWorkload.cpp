@@ -38,7 +38,7 @@ class Host final : public detail::IEndpointIo, public ITickProvider {
   ~Host() { core->Shutdown(); }
   void SendDatagram(const detail::Address& to, const std::uint8_t* data, std::size_t size) override;
   Microseconds Now() const override;
-  void Post(detail::Completion handler, detail::EngineError error) override;
+  void Post(detail::Completion& handler, detail::EngineError error) override;
   Ticks GetTickCount() const override { return Now() / 1000; }
 
   Link& link;
@@ -189,8 +189,8 @@ void Host::SendDatagram(const detail::Address& to, const std::uint8_t* data, std
   link.Queue(address, detail::ToUdpEndpoint(to), data, size);
 }
 Microseconds Host::Now() const { return link.now; }
-void Host::Post(detail::Completion handler, detail::EngineError error) {
-  link.posted.emplace_back(std::move(handler), error);
+void Host::Post(detail::Completion& handler, detail::EngineError error) {
+  link.posted.emplace_back(std::move(handler), error);  // (a benchmark: never short of memory)
 }
 
 // An attack: its name, the bound that holds it, and a set-up on a connected link that returns

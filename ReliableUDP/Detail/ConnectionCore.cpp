@@ -768,7 +768,7 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
   // Capped before the conversion: a wait of 2^32 ms or more would wrap to a timer due at once.
   const Microseconds wait = deadlineMs > nowMs ? deadlineMs - nowMs : 0;
   const auto timeout =
-      static_cast<Milliseconds>(std::min<Microseconds>(wait, m_context.timers.GetMaximumTimeout()));
+      static_cast<Milliseconds>(std::min<Microseconds>(wait, m_context.maxTimerTimeout));
   const Microseconds key = nowMs + timeout + 1;  // 0 means "not armed"
   auto& armed = m_armedMs[QueueTimer(kind)];
   if (armed == key || m_phase == Phase::Closed) return;  // same millisecond, or timers gone
@@ -1092,7 +1092,7 @@ std::size_t ConnectionCore::Transmit(PacketWriter& writer) {
 // --- Application -------------------------------------------------------------------------------
 
 void ConnectionCore::Complete(Completion& handler, EngineError error) {
-  m_context.io.Post(std::move(handler), error);
+  m_context.io.Post(handler, error);
 }
 
 void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
@@ -1131,12 +1131,11 @@ void ConnectionCore::PumpSends() {
   }
 }
 
-void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler,
-                             Microseconds now) {
+void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler) {
   m_receivesAbandoned = false;
   m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
   PumpReceives();
-  if (m_maxDataPending) Flush(now);
+  if (m_maxDataPending) Flush(m_context.io.Now());
 }
 
 void ConnectionCore::PumpReceives() {

@@ -50,8 +50,10 @@ class IEndpointIo {
   // `deadline`.
   virtual Microseconds Now() const = 0;
   // Runs handler(error) later, never inside this call (user handlers never run inside the
-  // engine, so never under the caller's lock).
-  virtual void Post(Completion handler, EngineError error) = 0;
+  // engine, so never under the caller's lock). Takes `handler` only once nothing can fail: if
+  // it throws (an allocation failed), `handler` is still the caller's, as it was, so that a
+  // waiter taken from a queue can stay there.
+  virtual void Post(Completion& handler, EngineError error) = 0;
   // The key behind what a peer must not predict (which packet numbers a connection skips).
   // Random by default; a simulation returns one derived from its seed, so that a run repeats.
   virtual SipHashKey SecretKey() { return RandomSipHashKey(); }
@@ -81,6 +83,7 @@ struct EndpointContext {
         timers(timers_),
         timerSink(timerSink_),
         timerGranularity(timerGranularity_),
+        maxTimerTimeout(timers_.GetMaximumTimeout()),
         options(options_),
         receivePool(kReceiveChunkSize),
         connectionIds(RandomSipHashKey()),
@@ -113,6 +116,9 @@ struct EndpointContext {
   ITimerQueue& timers;
   ITimer& timerSink;  // the endpoint: one ITimer for every connection's timers
   Milliseconds timerGranularity;
+  // timers.GetMaximumTimeout(), fixed for the queue's life: asked once, not at every arm (a
+  // virtual call that takes a locking queue's lock).
+  Milliseconds maxTimerTimeout;
   EndpointOptions options;  // validated
   ChunkPool pool;           // send buffers: 16 KiB chunks, filled densely by the application
   // Receive buffers: small chunks, so that memory follows the bytes a peer actually got stored

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -33,8 +34,10 @@ using ConnectCompletion = UniqueFunction<void(EngineError, std::shared_ptr<Conne
 // caller's lock held; the implementation takes its own lock (after it).
 class SharedAcceptWaiters {
  public:
-  // Moves the oldest waiter into `waiter`; false if there is none.
-  virtual bool TakeWaiter(ConnectCompletion& waiter) = 0;
+  // Calls `serve` with the oldest waiter, under the waiters' lock, and removes the waiter once
+  // `serve` returns. If `serve` throws (its post failed), the waiter stays first, for the next
+  // connection. False, and `serve` is not called, if there is none.
+  virtual bool ServeOldestWaiter(const std::function<void(ConnectCompletion&)>& serve) = 0;
 
  protected:
   ~SharedAcceptWaiters() = default;
@@ -73,11 +76,19 @@ class EndpointCore final : public ITimer {
   EndpointCore(const EndpointCore&) = delete;
   EndpointCore& operator=(const EndpointCore&) = delete;
 
-  // Handles one datagram. Never throws std::bad_alloc: a datagram whose handling runs out of
-  // memory is dropped and counted (droppedOutOfMemory).
-  void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
+  // Handles one datagram, read at `now` (one clock read serves a whole receive batch). Never
+  // throws std::bad_alloc: a datagram whose handling runs out of memory is dropped and counted
+  // (droppedOutOfMemory).
+  void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size,
+                  Microseconds now);
+  void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size) {
+    OnDatagram(from, data, size, m_io.Now());
+  }
   void Connect(const Address& remote, ConnectCompletion completion);
-  void Accept(ConnectCompletion completion);
+  // Takes `completion` unless it throws (a post that cannot get its memory): then the
+  // completion, and any connection that was ready for it, stay where they were.
+  void Accept(ConnectCompletion& completion);
+  void Accept(ConnectCompletion&& completion) { Accept(completion); }
   // Whether an established connection waits for an accept (ended ones are dropped on the way):
   // Accept would complete at once.
   bool HasAcceptable();
@@ -141,7 +152,8 @@ class EndpointCore final : public ITimer {
   };
 
  private:
-  void HandleDatagram(const Address& from, const std::uint8_t* data, std::size_t size);
+  void HandleDatagram(const Address& from, const std::uint8_t* data, std::size_t size,
+                      Microseconds now);
   struct Slot {
     std::shared_ptr<ConnectionCore> connection;
     std::uint32_t generation = 0;
@@ -213,6 +225,7 @@ class EndpointCore final : public ITimer {
   ConnectionId NewConnectionId();
   void HandleEvents(std::uint32_t slot);
   void Retire(std::uint32_t slot);
+  // As IEndpointIo::Post: if it throws, `completion` is still the caller's.
   void Post(ConnectCompletion& completion, EngineError error,
             std::shared_ptr<ConnectionCore> connection);
 

@@ -229,3 +229,50 @@ TEST_CASE("an accept whose allocation fails leaves the server as if the handshak
     SweepAccept(&key);
   }
 }
+
+// IEndpointIo::Post may fail (its memory); the completion it could not post stays where it was.
+TEST_CASE("an accept whose completion cannot be posted keeps its place",
+          "[rudp][sim][allocation-failure]") {
+  Attempt attempt(nullptr);
+  SECTION("a waiting accept is there for the next connection") {
+    attempt.Accept();
+    attempt.network.failPostsOf = &attempt.server;
+    attempt.network.failPosts = 1;
+    attempt.Connect();
+    // The server could not hand the connection over: it took the connection back and dropped
+    // the datagram. Its Welcome had gone, so the client's side ends as after a server restart,
+    // and the client connects again.
+    REQUIRE(attempt.network.RunFor(60 * kSecond, [&] {
+      return attempt.server.Statistics().droppedOutOfMemory == 1 && attempt.clientSide;
+    }));
+    CHECK(attempt.network.failPosts == 0);
+    CHECK(attempt.server.Statistics().connectionsOpen == 0);
+    REQUIRE(attempt.network.RunFor(
+        120 * kSecond, [&] { return attempt.client.Statistics().connectionsOpen == 0; }));
+    attempt.clientSide.reset();
+    attempt.Connect();
+    REQUIRE(attempt.RunUntilConnected());
+    CHECK(attempt.acceptCompletions == 1);
+  }
+  SECTION("a connection waiting for an accept is there for the next accept") {
+    attempt.Connect();
+    REQUIRE(attempt.network.RunFor(60 * kSecond, [&] {
+      return attempt.clientSide && attempt.server.Statistics().connectionsAccepted == 1;
+    }));
+    attempt.network.failPostsOf = &attempt.server;
+    attempt.network.failPosts = 1;
+    int failedAcceptCompletions = 0;
+    CHECK_THROWS_AS(
+        attempt.server.Accept([&](boost::system::error_code, std::shared_ptr<Connection>) {
+          ++failedAcceptCompletions;
+        }),
+        std::bad_alloc);
+    CHECK(attempt.network.failPosts == 0);
+    attempt.Accept();
+    REQUIRE(attempt.RunUntilConnected());
+    CHECK(attempt.acceptCompletions == 1);
+    CHECK(failedAcceptCompletions == 0);
+  }
+  CHECK(attempt.server.Statistics().connectionsOpen == 1);
+  attempt.CloseAndCheckEmpty();
+}

@@ -36,7 +36,7 @@ class AllocationFreeLink {
       m_link.Queue(m_address, timerwheel::rudp::detail::ToUdpEndpoint(to), data, size);
     }
     Microseconds Now() const override { return m_link.m_now; }
-    void Post(timerwheel::rudp::detail::Completion handler,
+    void Post(timerwheel::rudp::detail::Completion& handler,
               timerwheel::rudp::detail::EngineError error) override {
       m_link.m_posted.push_back({std::move(handler), error});
     }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <new>
 #include <queue>
 #include <random>
 #include <stdexcept>
@@ -78,7 +79,7 @@ class SimulatedHost final : public rudp::detail::IEndpointIo {
   void SendDatagram(const rudp::detail::Address& to, const std::uint8_t* data,
                     std::size_t size) override;
   Microseconds Now() const override;
-  void Post(rudp::detail::Completion handler, rudp::detail::EngineError error) override;
+  void Post(rudp::detail::Completion& handler, rudp::detail::EngineError error) override;
   // From the network's seed and this host's port (not from the network's generator, whose
   // sequence decides every link's fate): a run repeats exactly.
   rudp::detail::SipHashKey SecretKey() override;
@@ -172,6 +173,11 @@ class SimulatedNetwork {
   // charges one host's allocations to an account sets it (MemoryPerConnectionTests).
   std::function<void(const SimulatedHost*)> onHostChange;
 
+  // The next `failPosts` completions that `failPostsOf` posts throw std::bad_alloc, as a post
+  // that cannot get its memory would (IEndpointIo::Post: the handler stays the caller's).
+  const SimulatedHost* failPostsOf = nullptr;
+  int failPosts = 0;
+
   // --- for SimulatedHost ---
   void Send(const Udp::endpoint& from, const Udp::endpoint& to, const std::uint8_t* data,
             std::size_t size) {
@@ -226,10 +232,15 @@ class SimulatedNetwork {
       m_inFlight.push(std::move(datagram));
     }
   }
-  void Post(const SimulatedHost* host, rudp::detail::Completion handler,
+  void Post(const SimulatedHost* host, rudp::detail::Completion& handler,
             rudp::detail::EngineError error) {
     const InHost in(*this, nullptr);
-    m_posted.push_back(Posted{host, std::move(handler), error});
+    if (host == failPostsOf && failPosts > 0) {
+      --failPosts;
+      throw std::bad_alloc();
+    }
+    if (m_posted.size() == m_posted.capacity()) m_posted.reserve(2 * m_posted.size() + 16);
+    m_posted.push_back(Posted{host, std::move(handler), error});  // room made: cannot throw
   }
   void RunPosted() {
     // Handlers may post more; run until quiet. Index loop: the vector may grow meanwhile.
@@ -432,8 +443,9 @@ inline rudp::detail::SipHashKey SimulatedHost::SecretKey() {
   return rudp::detail::SipHashKey{random(), random()};
 }
 
-inline void SimulatedHost::Post(rudp::detail::Completion handler, rudp::detail::EngineError error) {
-  m_network.Post(this, std::move(handler), error);
+inline void SimulatedHost::Post(rudp::detail::Completion& handler,
+                                rudp::detail::EngineError error) {
+  m_network.Post(this, handler, error);
 }
 
 }  // namespace timerwheel::test

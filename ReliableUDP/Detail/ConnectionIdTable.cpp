@@ -1,5 +1,6 @@
 #include "ReliableUDP/Detail/ConnectionIdTable.h"
 
+#include <new>
 #include <utility>
 
 namespace timerwheel::rudp::detail {
@@ -34,11 +35,15 @@ void ConnectionIdTable::Erase(ConnectionId id) noexcept {
   --m_size;
 }
 
-void ConnectionIdTable::ShrinkIfSparse() {
+void ConnectionIdTable::ShrinkIfSparse() noexcept {
   if (m_entries.size() <= kMinimumCapacity || 8 * m_size > m_entries.size()) return;
   std::size_t capacity = kMinimumCapacity;
   while (capacity < 4 * m_size) capacity *= 2;  // a quarter full: far from both thresholds
-  Rebuild(capacity);
+  try {
+    Rebuild(capacity);
+  } catch (const std::bad_alloc&) {
+    return;  // Rebuild allocates before it changes anything: the larger table stays
+  }
 }
 
 void ConnectionIdTable::Rebuild(std::size_t capacity) {

@@ -47,8 +47,9 @@ class ConnectionIdTable {
   // Takes `id` out, if present.
   void Erase(ConnectionId id) noexcept;
   // Gives memory back after churn: rebuilt smaller once at most an eighth full (amortised O(1)
-  // per erase). May throw std::bad_alloc, and then changes nothing.
-  void ShrinkIfSparse();
+  // per erase). Never throws: without the memory for the smaller table it keeps the larger one
+  // (called as a connection ends, which must not fail for an optimisation).
+  void ShrinkIfSparse() noexcept;
 
   std::size_t Size() const noexcept { return m_size; }
   std::size_t Capacity() const noexcept { return m_entries.size(); }

@@ -613,14 +613,16 @@ bool EndpointCore::IsCurrent(const ConnectionCore& connection) const noexcept {
   return index < m_slots.Size() && m_slots[index].connection.get() == &connection;
 }
 
-void EndpointCore::CompactAcceptQueue() {
+void EndpointCore::CompactAcceptQueue() noexcept {
   const std::size_t live = m_acceptQueue.size() - m_acceptQueueEnded;
   if (m_acceptQueueEnded <= live + 64) return;  // amortised O(1) per ended connection
-  std::deque<std::shared_ptr<ConnectionCore>> kept;
-  for (auto& connection : m_acceptQueue) {
-    if (IsCurrent(*connection)) kept.push_back(std::move(connection));
-  }
-  m_acceptQueue.swap(kept);
+  // In place, so nothing is allocated (this runs as a connection ends, which must not fail);
+  // the deque frees the blocks the erase empties.
+  m_acceptQueue.erase(std::remove_if(m_acceptQueue.begin(), m_acceptQueue.end(),
+                                     [this](const std::shared_ptr<ConnectionCore>& connection) {
+                                       return !IsCurrent(*connection);
+                                     }),
+                      m_acceptQueue.end());
   m_acceptQueueEnded = 0;
 }
 

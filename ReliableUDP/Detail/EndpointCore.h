@@ -273,7 +273,7 @@ class EndpointCore final : public ITimer {
   // erase at the front made draining quadratic). At most 2 x the live entries + 64.
   std::deque<std::shared_ptr<ConnectionCore>> m_acceptQueue;
   std::size_t m_acceptQueueEnded = 0;  // entries whose connection has ended
-  void CompactAcceptQueue();
+  void CompactAcceptQueue() noexcept;
   // Whether `connection` is still the one in its slot (it has not ended).
   bool IsCurrent(const ConnectionCore& connection) const noexcept;
   std::deque<ConnectCompletion> m_acceptWaiters;

@@ -57,6 +57,7 @@
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -90,6 +91,8 @@ constexpr int kReceiveBatch = 64;
 // The batched path: messages per recvmmsg (64 KiB each, so a GRO batch fits: 1 MiB in all) and
 // the datagrams held for one sendmmsg (at least 64, and about 512 KiB at large datagram sizes).
 constexpr std::size_t kReceiveMessages = 16;
+// A shard's turn reads the clock once for this many of its datagrams (see HandOverFrom).
+constexpr std::size_t kDatagramsPerClockRead = 16;
 std::size_t SendBatchCapacity(std::size_t maxDatagramSize) {
   return std::max<std::size_t>(64, std::min<std::size_t>(512, (512 << 10) / maxDatagramSize));
 }
@@ -249,8 +252,16 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     for (auto& shard : m_shards) {
       detail::LockedEngine::Call call(shard->Engine());
       auto& core = shard->Engine().Core();
-      while (core.HasAcceptable()) {
-        if (!ServeOldestWaiter([&](ConnectCompletion& waiter) { core.Accept(waiter); })) return;
+      // A completion that cannot be posted (no memory) leaves its waiter first in the queue,
+      // served at the next connection established, and its connection in the shard's queue,
+      // taken by the next accept. Not thrown: the caller's handler is queued, so the call has
+      // taken it.
+      try {
+        while (core.HasAcceptable()) {
+          if (!ServeOldestWaiter([&](ConnectCompletion& waiter) { core.Accept(waiter); })) return;
+        }
+      } catch (const std::bad_alloc&) {
+        return;
       }
     }
   }
@@ -510,42 +521,37 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
 
     // Runs the completions queued when it starts (those queued while they run wait for the next
     // operation: other handlers get their turn). The vectors swap, so both keep their capacity
-    // and a warm endpoint allocates nothing here. If a handler throws, the ones after it are put
-    // back first in the queue and run by a new operation, once each as promised.
+    // and nothing here allocates once warm. Each handler is destroyed as it returns, outside the
+    // queue's lock: its captures may hold the last reference to a Connection, whose destructor
+    // takes the shard's lock, which Post holds when it takes the queue's. If a handler throws,
+    // the ones after it stay in m_running and run first, in the next operation: once each, as
+    // promised, and in order.
     void RunCompletions() {
-      {
+      if (m_runningNext == m_running.size()) {
+        m_running.clear();
+        m_runningNext = 0;
         std::lock_guard<std::mutex> lock(m_completionMutex);
         m_running.swap(m_completions);
       }
-      std::size_t next = 0;
       try {
-        while (next < m_running.size()) {
-          QueuedCompletion& queued = m_running[next++];
-          queued.handler(queued.error);
+        while (m_runningNext < m_running.size()) {
+          QueuedCompletion& queued = m_running[m_runningNext++];
+          detail::Completion handler = std::move(queued.handler);
+          handler(queued.error);
         }
       } catch (...) {
-        FinishCompletions(next);
+        ScheduleNextRun();
         throw;  // out of io_context::run, as from any handler
       }
-      FinishCompletions(next);
+      ScheduleNextRun();
     }
 
-    // After RunCompletions ran m_running up to `next`: the rest (a handler threw) go back first
-    // in the queue (this path alone allocates), and the next operation is scheduled if anything
-    // waits. The handlers that ran are destroyed outside the queue's lock: their captures may
-    // hold the last reference to a Connection, whose destructor takes the shard's lock, which
-    // Post holds when it takes the queue's. If the next operation cannot be scheduled (no
-    // memory), the queue waits for the next Post to schedule one.
-    void FinishCompletions(std::size_t next) {
-      std::vector<QueuedCompletion> rest(
-          std::make_move_iterator(m_running.begin() + static_cast<std::ptrdiff_t>(next)),
-          std::make_move_iterator(m_running.end()));
-      m_running.clear();
+    // After a run: the next is scheduled if anything waits (the rest of a run whose handler
+    // threw, or completions made meanwhile). If it cannot be (no memory), the next Post does it.
+    void ScheduleNextRun() {
       std::lock_guard<std::mutex> lock(m_completionMutex);
-      m_completions.insert(m_completions.begin(), std::make_move_iterator(rest.begin()),
-                           std::make_move_iterator(rest.end()));
       m_completionsScheduled = false;
-      if (m_completions.empty()) return;
+      if (m_runningNext == m_running.size() && m_completions.empty()) return;
       ScheduleCompletionsLocked(m_owner.shared_from_this());  // RunCompletions' `self` holds it
       m_completionsScheduled = true;
     }
@@ -591,6 +597,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     std::mutex m_completionMutex;                 // guards m_completions and m_completionsScheduled
     std::vector<QueuedCompletion> m_completions;  // made by the engine, waiting to run
     std::vector<QueuedCompletion> m_running;      // the running operation's (it alone uses it)
+    std::size_t m_runningNext = 0;                // m_running's first not yet run
     bool m_completionsScheduled = false;          // an operation will run m_completions
     std::uint64_t m_ticketsIssued = 0;            // under the owner's m_socketMutex
     std::uint64_t m_serving = 0;                  // the ticket whose turn it is
@@ -866,9 +873,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       if (((receiver.shards >> index) & 1) == 0) continue;
       Shard& shard = *m_shards[index];
       shard.InTurn(receiver.tickets[index], [&](detail::EndpointCore& core) {
-        // The read's datagrams arrived before it; read in this shard's turn, the clock is as
-        // close to that as per datagram, for one read instead of one each.
-        const detail::Microseconds now = core.Now();
+        // The clock, read as the shard's turn starts (the read's datagrams arrived before it)
+        // and again every kDatagramsPerClockRead datagrams, so that a long turn (up to a
+        // thousand coalesced datagrams) neither arms timers nor stamps packets from a stale time.
+        detail::Microseconds now = core.Now();
+        std::size_t handled = 0;
         std::size_t i = 0;
         receiver.ForEachDatagram(
             [&](const Udp::endpoint& from, const std::uint8_t* data, std::size_t size) {
@@ -882,6 +891,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
               } else if (target != index) {
                 return;
               }
+              if (++handled % kDatagramsPerClockRead == 0) now = core.Now();
               core.OnDatagram(detail::ToAddress(from), data, size, now);
             });
       });

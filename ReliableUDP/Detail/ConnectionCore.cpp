@@ -1106,7 +1106,7 @@ void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandle
     return;
   }
   MakeSending().pending.Push(PendingSend{data, size, 0, false, std::move(handler)});
-  PumpSends();
+  PumpAfterQueuing([this] { PumpSends(); });
   Flush(now);
 }
 
@@ -1116,16 +1116,19 @@ void ConnectionCore::PumpSends() {
   VectorQueue<PendingSend>& pending = m_sending->pending;
   while (!pending.Empty()) {
     PendingSend& send = pending.Front();
-    if (!send.prefixWritten) {
-      std::uint8_t prefix[8];
-      const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
-      if (buffer.FreeSpace() < prefixSize) break;
-      buffer.Append(prefix, prefixSize);
-      send.prefixWritten = true;
+    if (!send.done) {
+      if (!send.prefixWritten) {
+        std::uint8_t prefix[8];
+        const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
+        if (buffer.FreeSpace() < prefixSize) break;
+        buffer.Append(prefix, prefixSize);
+        send.prefixWritten = true;
+      }
+      send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);
+      if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
+      ++m_sending->messagesSent;
+      send.done = true;
     }
-    send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);
-    if (send.copied < send.size) break;  // the rest goes in as acknowledgements free space
-    ++m_sending->messagesSent;
     Complete(send.handler, EngineError::None);
     pending.Pop();
   }
@@ -1134,7 +1137,7 @@ void ConnectionCore::PumpSends() {
 void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler) {
   m_receivesAbandoned = false;
   m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
-  PumpReceives();
+  PumpAfterQueuing([this] { PumpReceives(); });
   if (m_maxDataPending) Flush(m_context.io.Now());
 }
 
@@ -1150,6 +1153,11 @@ void ConnectionCore::PumpReceives() {
                                m_endReason == EngineError::ClosedLocally;
   while (!m_pendingReceives.Empty()) {
     PendingReceive& receive = m_pendingReceives.Front();
+    if (receive.done) {  // read out already; its completion's post failed
+      Complete(receive.handler, receive.result);
+      m_pendingReceives.Pop();
+      continue;
+    }
     auto result = ReceiveBuffer::ReadResult::NeedMore;
     if (deliverBuffered && m_receiveBuffer) result = m_receiveBuffer->ReadMessage(*receive.message);
     if (result == ReceiveBuffer::ReadResult::MessageTooLarge) {
@@ -1169,9 +1177,11 @@ void ConnectionCore::PumpReceives() {
     } else if (m_endReason == EngineError::None && !m_peerClosed) {
       break;  // more may come
     }
-    Complete(receive.handler, result == ReceiveBuffer::ReadResult::Message ? EngineError::None
-                              : m_endReason != EngineError::None           ? m_endReason
-                                                                           : m_closeReason);
+    receive.done = true;
+    receive.result = result == ReceiveBuffer::ReadResult::Message ? EngineError::None
+                     : m_endReason != EngineError::None           ? m_endReason
+                                                                  : m_closeReason;
+    Complete(receive.handler, receive.result);
     m_pendingReceives.Pop();
   }
   MaybeUpdateMaxData();
@@ -1193,11 +1203,12 @@ void ConnectionCore::MaybeUpdateMaxData() {
 }
 
 void ConnectionCore::AbandonReceives() {
-  for (PendingReceive& receive : m_pendingReceives) {
-    Complete(receive.handler, EngineError::OperationAborted);
-  }
-  m_pendingReceives.Clear();
   m_receivesAbandoned = true;
+  while (!m_pendingReceives.Empty()) {  // each leaves once posted: a failed post leaves the rest
+    PendingReceive& receive = m_pendingReceives.Front();
+    Complete(receive.handler, receive.done ? receive.result : EngineError::OperationAborted);
+    m_pendingReceives.Pop();
+  }
 }
 
 void ConnectionCore::ReleaseIdleMemory() {
@@ -1255,14 +1266,22 @@ void ConnectionCore::Shutdown(EngineError reason) {
 // --- Ending ------------------------------------------------------------------------------------
 
 void ConnectionCore::CompletePendingOperations() {
+  // Each operation leaves its queue once its completion is posted: a post that fails (no
+  // memory) leaves the rest, and the next call posts them.
   if (m_sending) {
-    for (PendingSend& send : m_sending->pending) Complete(send.handler, m_endReason);
-    m_sending->pending.Clear();
+    VectorQueue<PendingSend>& pending = m_sending->pending;
+    while (!pending.Empty()) {
+      Complete(pending.Front().handler, pending.Front().done ? EngineError::None : m_endReason);
+      pending.Pop();
+    }
   }
   PumpReceives();  // buffered messages after a graceful close; the reason for the rest
   if (m_cold) {
-    for (auto& waiter : m_cold->closeWaiters) Complete(waiter, m_endReason);
-    m_cold->closeWaiters.clear();
+    auto& waiters = m_cold->closeWaiters;
+    while (!waiters.empty()) {
+      Complete(waiters.front(), m_endReason);
+      waiters.erase(waiters.begin());
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "ReliableUDP/Detail/AckTracker.h"
@@ -165,18 +166,30 @@ class ConnectionCore final : private IPacketFate {
     bool finished = false;     // Closed, timers destroyed: the endpoint may forget it
   };
   Events TakeEvents() noexcept;
+  // Events taken whose handling failed (a completion that could not be posted): taken again by
+  // the next call into this connection, or by the endpoint's shutdown.
+  void PutBackEvents(Events events) noexcept {
+    m_events.established |= events.established;
+    m_events.finished |= events.finished;
+  }
 
  private:
+  // An operation stays first in its queue until its completion is posted; `done` marks one
+  // whose work is over (the message all in the send buffer, or read out), so that a pump after
+  // a post that failed posts it without doing the work again.
   struct PendingSend {
     const std::uint8_t* data = nullptr;
     std::size_t size = 0;
     std::size_t copied = 0;
     bool prefixWritten = false;
     SendHandler handler;
+    bool done = false;
   };
   struct PendingReceive {
     std::vector<std::uint8_t>* message = nullptr;
     ReceiveHandler handler;
+    bool done = false;
+    EngineError result = EngineError::None;  // once done
   };
 
   enum class PacketMode { AckOnly, Normal, Probe };
@@ -237,6 +250,17 @@ class ConnectionCore final : private IPacketFate {
 
   void PumpSends();
   void PumpReceives();
+  // Runs `pump` after the application queued an operation. The call has taken the operation's
+  // handler by then, so it does not throw: a completion the pump cannot post (no memory) stays
+  // first in its queue, posted by the next pump (a packet, a call, or the connection's end).
+  template <class Pump>
+  void PumpAfterQueuing(Pump&& pump) {
+    try {
+      pump();
+    } catch (const std::bad_alloc&) {
+      return;
+    }
+  }
   void MaybeUpdateMaxData();
   void MaybeQueueClose();
   void PrepareProbe();

@@ -116,8 +116,8 @@ struct EndpointContext {
   ITimerQueue& timers;
   ITimer& timerSink;  // the endpoint: one ITimer for every connection's timers
   Milliseconds timerGranularity;
-  // timers.GetMaximumTimeout(), fixed for the queue's life: asked once, not at every arm (a
-  // virtual call that takes a locking queue's lock).
+  // timers.GetMaximumTimeout(), fixed for the queue's life: asked once, not by a virtual call
+  // at every arm.
   Milliseconds maxTimerTimeout;
   EndpointOptions options;  // validated
   ChunkPool pool;           // send buffers: 16 KiB chunks, filled densely by the application

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <new>
 #include <stdexcept>
 #include <utility>
@@ -558,16 +559,19 @@ void EndpointCore::HandleEvents(std::uint32_t slot) {
   // count's two atomic operations were most of this function's cost (2 % of a busy server's
   // thread at 1,000 connections x 100 messages/s).
   const std::shared_ptr<ConnectionCore> connection = m_slots[slot].connection;
-  {
-    const auto pending = m_connects.find(slot);
-    if (pending != m_connects.end()) {
+  const auto pending = m_connects.find(slot);
+  if (pending != m_connects.end()) {
+    try {
       if (events.established) {
         Post(pending->second, EngineError::None, connection);
       } else {
         Post(pending->second, connection->EndReason(), nullptr);
       }
-      m_connects.erase(pending);
+    } catch (...) {
+      connection->PutBackEvents(events);  // the connect and the retirement wait for the next try
+      throw;
     }
+    m_connects.erase(pending);
   }
   if (events.finished) Retire(slot);
 }
@@ -617,7 +621,7 @@ void EndpointCore::CompactAcceptQueue() noexcept {
   const std::size_t live = m_acceptQueue.size() - m_acceptQueueEnded;
   if (m_acceptQueueEnded <= live + 64) return;  // amortised O(1) per ended connection
   // In place, so nothing is allocated (this runs as a connection ends, which must not fail);
-  // the deque frees the blocks the erase empties.
+  // libstdc++'s deque frees the blocks the erase empties.
   m_acceptQueue.erase(std::remove_if(m_acceptQueue.begin(), m_acceptQueue.end(),
                                      [this](const std::shared_ptr<ConnectionCore>& connection) {
                                        return !IsCurrent(*connection);
@@ -634,8 +638,10 @@ void EndpointCore::Shutdown() {
     m_slots[slot].connection->Shutdown(reason);
     HandleEvents(slot);
   }
-  for (auto& waiter : m_acceptWaiters) Post(waiter, reason, nullptr);
-  m_acceptWaiters.clear();
+  while (!m_acceptWaiters.empty()) {  // each leaves once posted: a failed post leaves the rest
+    Post(m_acceptWaiters.front(), reason, nullptr);
+    m_acceptWaiters.pop_front();
+  }
   m_acceptQueue.clear();
   m_acceptQueueEnded = 0;
   m_shutDown = true;
@@ -736,7 +742,9 @@ void EndpointCore::Post(ConnectCompletion& completion, EngineError error,
   try {
     m_io.Post(handler, error);
   } catch (...) {
-    completion = std::move(handler.Target<ConnectResult>()->completion);
+    ConnectResult* const result = handler.Target<ConnectResult>();
+    assert(result != nullptr && "IEndpointIo::Post took the handler and threw");
+    completion = std::move(result->completion);
     throw;
   }
 }

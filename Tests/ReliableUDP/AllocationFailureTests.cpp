@@ -276,3 +276,40 @@ TEST_CASE("an accept whose completion cannot be posted keeps its place",
   CHECK(attempt.server.Statistics().connectionsOpen == 1);
   attempt.CloseAndCheckEmpty();
 }
+
+TEST_CASE("a receive whose completion cannot be posted keeps its message for its handler",
+          "[rudp][sim][allocation-failure]") {
+  Attempt attempt(nullptr);
+  attempt.Accept();
+  attempt.Connect();
+  REQUIRE(attempt.RunUntilConnected());
+  const std::vector<std::uint8_t> first{1, 2, 3}, second{4, 5};
+  int sent = 0;
+  for (const auto* message : {&first, &second}) {
+    attempt.clientSide->AsyncSend(boost::asio::buffer(*message),
+                                  [&](boost::system::error_code ec) { sent += ec ? 0 : 1; });
+  }
+  REQUIRE(attempt.network.RunFor(5 * kSecond, [&] { return sent == 2; }));
+  attempt.network.RunFor(kSecond);  // both are at the server, waiting for receives
+
+  std::vector<std::uint8_t> a, b;
+  std::vector<int> order;
+  attempt.network.failPostsOf = &attempt.server;
+  attempt.network.failPosts = 1;
+  // The first receive reads its message, but its completion cannot be posted: the call has
+  // taken the handler, so it does not throw, and the completion waits for the next pump.
+  CHECK_NOTHROW(attempt.serverSide->AsyncReceive(a, [&](boost::system::error_code ec) {
+    CHECK(!ec);
+    order.push_back(1);
+  }));
+  CHECK(attempt.network.failPosts == 0);
+  attempt.serverSide->AsyncReceive(b, [&](boost::system::error_code ec) {
+    CHECK(!ec);
+    order.push_back(2);
+  });
+  attempt.network.RunFor(kSecond);
+  CHECK(order == std::vector<int>{1, 2});
+  CHECK(a == first);  // not overwritten by the second message, which was not lost
+  CHECK(b == second);
+  attempt.CloseAndCheckEmpty();
+}

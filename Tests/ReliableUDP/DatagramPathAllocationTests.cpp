@@ -38,7 +38,10 @@ class AllocationFreeLink {
     Microseconds Now() const override { return m_link.m_now; }
     void Post(timerwheel::rudp::detail::Completion& handler,
               timerwheel::rudp::detail::EngineError error) override {
-      m_link.m_posted.push_back({std::move(handler), error});
+      auto& posted =
+          m_link.m_posted;  // room first: a failed post leaves the handler (the contract)
+      if (posted.size() == posted.capacity()) posted.reserve(2 * posted.size() + 16);
+      posted.push_back({std::move(handler), error});
     }
     const Udp::endpoint& Address() const { return m_address; }
 

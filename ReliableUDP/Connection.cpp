@@ -22,11 +22,19 @@ detail::Completion Adapt(Connection::Handler handler) {
 
 // What the end of a connection's last handle does, with the engine's lock held: receives
 // abandoned (their buffers may die with the caller's handle), then a graceful close.
-void EndWithoutHandle(detail::EndpointCore& core, detail::ConnectionCore& state) {
-  state.AbandonReceives();
-  if (!core.IsShutDown()) {
+// Runs in ~Connection, which cannot throw: a completion that cannot be posted (no memory) stays
+// queued, completed at the connection's end, and a close cut short goes on at its next event.
+void EndWithoutHandle(detail::EndpointCore& core, detail::ConnectionCore& state) noexcept {
+  try {
+    state.AbandonReceives();
+  } catch (const std::bad_alloc&) {  // the close below still ends the connection
+  }
+  if (core.IsShutDown()) return;
+  try {
     state.Close(core.Now());
     core.AfterCall(state);
+  } catch (const std::bad_alloc&) {
+    return;
   }
 }
 

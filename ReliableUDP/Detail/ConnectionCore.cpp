@@ -1106,8 +1106,10 @@ void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandle
     return;
   }
   MakeSending().pending.Push(PendingSend{data, size, 0, false, std::move(handler)});
-  PumpAfterQueuing([this] { PumpSends(); });
-  Flush(now);
+  AfterQueuing([&] {
+    PumpSends();
+    Flush(now);
+  });
 }
 
 void ConnectionCore::PumpSends() {
@@ -1137,8 +1139,10 @@ void ConnectionCore::PumpSends() {
 void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler) {
   m_receivesAbandoned = false;
   m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
-  PumpAfterQueuing([this] { PumpReceives(); });
-  if (m_maxDataPending) Flush(m_context.io.Now());
+  AfterQueuing([&] {
+    PumpReceives();
+    if (m_maxDataPending) Flush(m_context.io.Now());
+  });
 }
 
 void ConnectionCore::PumpReceives() {
@@ -1260,7 +1264,11 @@ void ConnectionCore::Abort(Microseconds) {
 }
 
 void ConnectionCore::Shutdown(EngineError reason) {
-  if (m_phase != Phase::Closed) Terminate(reason);
+  if (m_phase != Phase::Closed) {
+    Terminate(reason);
+  } else if (m_terminationUnfinished) {
+    FinishTermination();
+  }
 }
 
 // --- Ending ------------------------------------------------------------------------------------
@@ -1303,6 +1311,14 @@ void ConnectionCore::BeginDraining(EngineError reason, Microseconds now) {
 void ConnectionCore::Terminate(EngineError reason) {
   if (m_endReason == EngineError::None) m_endReason = reason;
   m_phase = Phase::Closed;
+  m_terminationUnfinished = true;
+  FinishTermination();
+}
+
+void ConnectionCore::FinishTermination() {
+  // Every step can run again: a post that fails (no memory) stops this part way, and the
+  // endpoint calls it again at the connection's next event (its timers are still armed then)
+  // or at shutdown. The phase is Closed by then, so nothing else would end the connection.
   CompletePendingOperations();
   m_loss.DiscardAll();
   for (auto& timer : m_timers) {
@@ -1310,6 +1326,7 @@ void ConnectionCore::Terminate(EngineError reason) {
   }
   m_armedMs.fill(0);
   m_events.finished = true;
+  m_terminationUnfinished = false;
 }
 
 ConnectionStatistics ConnectionCore::GetStatistics() const {

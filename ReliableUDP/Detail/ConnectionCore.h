@@ -166,6 +166,10 @@ class ConnectionCore final : private IPacketFate {
     bool finished = false;     // Closed, timers destroyed: the endpoint may forget it
   };
   Events TakeEvents() noexcept;
+  // A Terminate that a failed post cut short (see FinishTermination): the endpoint finishes it
+  // at the connection's next event.
+  bool TerminationUnfinished() const noexcept { return m_terminationUnfinished; }
+  void FinishTermination();
   // Events taken whose handling failed (a completion that could not be posted): taken again by
   // the next call into this connection, or by the endpoint's shutdown.
   void PutBackEvents(Events events) noexcept {
@@ -250,13 +254,14 @@ class ConnectionCore final : private IPacketFate {
 
   void PumpSends();
   void PumpReceives();
-  // Runs `pump` after the application queued an operation. The call has taken the operation's
-  // handler by then, so it does not throw: a completion the pump cannot post (no memory) stays
-  // first in its queue, posted by the next pump (a packet, a call, or the connection's end).
-  template <class Pump>
-  void PumpAfterQueuing(Pump&& pump) {
+  // Runs `work` (the pump, and the flush) after the application queued an operation. The call
+  // has taken the operation's handler by then, so it does not throw: a completion that cannot
+  // be posted (no memory) stays first in its queue, posted by the next pump (a packet, a call,
+  // or the connection's end), and what was not sent goes at the next flush.
+  template <class Work>
+  void AfterQueuing(Work&& work) {
     try {
-      pump();
+      work();
     } catch (const std::bad_alloc&) {
       return;
     }
@@ -323,6 +328,7 @@ class ConnectionCore final : private IPacketFate {
   const Role m_role;
   Phase m_phase = Phase::Connecting;
   EngineError m_endReason = EngineError::None;
+  bool m_terminationUnfinished = false;  // see FinishTermination
   Events m_events;
   const ConnectionId m_localId;
   std::uint64_t m_jitterState;             // the keepalive jitter's generator, seeded by m_localId

@@ -553,7 +553,9 @@ void EndpointCore::AfterCall(ConnectionCore& connection) {
 }
 
 void EndpointCore::HandleEvents(std::uint32_t slot) {
-  const auto events = m_slots[slot].connection->TakeEvents();
+  ConnectionCore& state = *m_slots[slot].connection;
+  if (state.TerminationUnfinished()) state.FinishTermination();  // cut short by a failed post
+  const auto events = state.TakeEvents();
   if (!events.established && !events.finished) return;  // almost every call
   // Held here, as Retire drops the slot's reference. Not taken on every call: the reference
   // count's two atomic operations were most of this function's cost (2 % of a busy server's

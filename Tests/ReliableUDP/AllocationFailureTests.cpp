@@ -313,3 +313,39 @@ TEST_CASE("a receive whose completion cannot be posted keeps its message for its
   CHECK(b == second);
   attempt.CloseAndCheckEmpty();
 }
+
+TEST_CASE("a connection's end cut short by a post that fails finishes at its next event",
+          "[rudp][sim][allocation-failure]") {
+  Attempt attempt(nullptr);
+  attempt.Accept();
+  attempt.Connect();
+  REQUIRE(attempt.RunUntilConnected());
+  std::vector<std::uint8_t> a, b;
+  std::vector<boost::system::error_code> results;
+  for (auto* buffer : {&a, &b}) {
+    attempt.serverSide->AsyncReceive(*buffer,
+                                     [&](boost::system::error_code ec) { results.push_back(ec); });
+  }
+  attempt.network.failPostsOf = &attempt.server;
+  attempt.network.failPosts = 1;
+  // The abort ends the connection, but the first receive's completion cannot be posted.
+  CHECK_THROWS_AS(attempt.serverSide->Abort(), std::bad_alloc);
+  CHECK(attempt.network.failPosts == 0);
+  CHECK(attempt.server.Statistics().connectionsOpen == 1);
+  // Its still-armed timers (or the client's packets) bring the end back: both receives
+  // complete, once each, and the connection is retired.
+  REQUIRE(attempt.network.RunFor(120 * kSecond, [&] {
+    return results.size() == 2 && attempt.server.Statistics().connectionsOpen == 0;
+  }));
+  attempt.network.RunFor(kSecond);
+  CHECK(results.size() == 2);
+  for (const auto& ec : results) CHECK(ec);
+  attempt.serverSide.reset();
+  attempt.clientSide.reset();
+  attempt.network.RunFor(120 * kSecond);
+  for (SimulatedHost* host : {&attempt.server, &attempt.client}) {
+    CHECK(host->Statistics().connectionsOpen == 0);
+    CHECK(host->Core().Tables().connectionIds == 0);
+    CHECK(host->Core().Tables().admissionAddresses == 0);
+  }
+}

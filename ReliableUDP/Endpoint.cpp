@@ -487,11 +487,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         // While the endpoint is destroyed (a failed construction) nothing holds it: the
         // completion goes to the io_context on its own, from the heap.
         if (!self) return m_owner.PostCompletion(handler, error);
-        MakeRoomForOneCompletion();
+        MakeRoomForOne(m_completions);
         ScheduleCompletionsLocked(std::move(self));
         m_completionsScheduled = true;
       } else {
-        MakeRoomForOneCompletion();
+        MakeRoomForOne(m_completions);
       }
       m_completions.push_back({std::move(handler), error});  // room made: cannot throw
     }
@@ -505,12 +505,6 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       detail::Completion handler;
       detail::EngineError error;
     };
-
-    void MakeRoomForOneCompletion() {  // under m_completionMutex
-      if (m_completions.size() == m_completions.capacity()) {
-        m_completions.reserve(2 * m_completions.size() + 16);
-      }
-    }
 
     // Under m_completionMutex. The operation holds the endpoint (`self`).
     void ScheduleCompletionsLocked(std::shared_ptr<Impl> self) {

@@ -190,7 +190,8 @@ void Host::SendDatagram(const detail::Address& to, const std::uint8_t* data, std
 }
 Microseconds Host::Now() const { return link.now; }
 void Host::Post(detail::Completion& handler, detail::EngineError error) {
-  link.posted.emplace_back(std::move(handler), error);  // (a benchmark: never short of memory)
+  // emplace_back allocates before it moves the handler: a failed post leaves it (the contract).
+  link.posted.emplace_back(std::move(handler), error);
 }
 
 // An attack: its name, the bound that holds it, and a set-up on a connected link that returns

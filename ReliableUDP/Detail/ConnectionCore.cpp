@@ -1264,11 +1264,7 @@ void ConnectionCore::Abort(Microseconds) {
 }
 
 void ConnectionCore::Shutdown(EngineError reason) {
-  if (m_phase != Phase::Closed) {
-    Terminate(reason);
-  } else if (m_terminationUnfinished) {
-    FinishTermination();
-  }
+  if (m_phase != Phase::Closed) Terminate(reason);
 }
 
 // --- Ending ------------------------------------------------------------------------------------
@@ -1317,8 +1313,8 @@ void ConnectionCore::Terminate(EngineError reason) {
 
 void ConnectionCore::FinishTermination() {
   // Every step can run again: a post that fails (no memory) stops this part way, and the
-  // endpoint calls it again at the connection's next event (its timers are still armed then)
-  // or at shutdown. The phase is Closed by then, so nothing else would end the connection.
+  // endpoint's HandleEvents calls it again after the connection's next event (its timers are
+  // still armed then) or at shutdown. The phase is Closed by then: nothing else would.
   CompletePendingOperations();
   m_loss.DiscardAll();
   for (auto& timer : m_timers) {

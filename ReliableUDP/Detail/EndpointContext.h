@@ -54,6 +54,12 @@ class IEndpointIo {
   // it throws (an allocation failed), `handler` is still the caller's, as it was, so that a
   // waiter taken from a queue can stay there.
   virtual void Post(Completion& handler, EngineError error) = 0;
+  // For Post's implementations that queue in a vector: room for one more first, so that the
+  // push_back after it cannot fail and the handler moves only once nothing can.
+  template <class Vector>
+  static void MakeRoomForOne(Vector& queue) {
+    if (queue.size() == queue.capacity()) queue.reserve(2 * queue.size() + 16);
+  }
   // The key behind what a peer must not predict (which packet numbers a connection skips).
   // Random by default; a simulation returns one derived from its seed, so that a run repeats.
   virtual SipHashKey SecretKey() { return RandomSipHashKey(); }

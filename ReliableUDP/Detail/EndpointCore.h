@@ -76,7 +76,7 @@ class EndpointCore final : public ITimer {
   EndpointCore(const EndpointCore&) = delete;
   EndpointCore& operator=(const EndpointCore&) = delete;
 
-  // Handles one datagram, read at `now` (one clock read serves a whole receive batch). Never
+  // Handles one datagram, read at `now` (one clock read serves several datagrams). Never
   // throws std::bad_alloc: a datagram whose handling runs out of memory is dropped and counted
   // (droppedOutOfMemory).
   void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size,

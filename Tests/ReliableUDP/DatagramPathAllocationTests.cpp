@@ -38,10 +38,8 @@ class AllocationFreeLink {
     Microseconds Now() const override { return m_link.m_now; }
     void Post(timerwheel::rudp::detail::Completion& handler,
               timerwheel::rudp::detail::EngineError error) override {
-      auto& posted =
-          m_link.m_posted;  // room first: a failed post leaves the handler (the contract)
-      if (posted.size() == posted.capacity()) posted.reserve(2 * posted.size() + 16);
-      posted.push_back({std::move(handler), error});
+      MakeRoomForOne(m_link.m_posted);  // a failed post leaves the handler (the contract)
+      m_link.m_posted.push_back({std::move(handler), error});
     }
     const Udp::endpoint& Address() const { return m_address; }
 

@@ -239,7 +239,7 @@ class SimulatedNetwork {
       --failPosts;
       throw std::bad_alloc();
     }
-    if (m_posted.size() == m_posted.capacity()) m_posted.reserve(2 * m_posted.size() + 16);
+    rudp::detail::IEndpointIo::MakeRoomForOne(m_posted);
     m_posted.push_back(Posted{host, std::move(handler), error});  // room made: cannot throw
   }
   void RunPosted() {

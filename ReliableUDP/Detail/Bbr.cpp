@@ -64,10 +64,11 @@ bool IsProbeBw(CongestionPhase phase) {
 
 }  // namespace
 
-Bbr::Bbr(std::size_t maxDatagramSize)
+Bbr::Bbr(std::size_t maxDatagramSize, std::uint32_t seed)
     : m_maxDatagramSize(maxDatagramSize),
       m_cwnd(NewReno::InitialWindow(maxDatagramSize)),
-      m_pacingRate(InitialPacingRate(maxDatagramSize)) {}
+      m_pacingRate(InitialPacingRate(maxDatagramSize)),
+      m_random(seed != 0 ? seed : 0x9e3779b9u) {}
 
 double Bbr::InitialPacingRate(std::size_t maxDatagramSize) noexcept {
   // Draft 4.6.2: before any RTT sample, the initial window over 1 ms, at the Startup gain.

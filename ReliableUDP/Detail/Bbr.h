@@ -34,7 +34,9 @@ namespace timerwheel::rudp::detail {
 // Not thread-safe; O(1) per call, no allocation.
 class Bbr final : public ICongestionController {
  public:
-  explicit Bbr(std::size_t maxDatagramSize);
+  // `seed`: the start of the random probe waits; flows sharing a bottleneck should differ in it
+  // (0 is taken as a fixed non-zero seed: the generator would stay at 0).
+  Bbr(std::size_t maxDatagramSize, std::uint32_t seed);
   // The pacing rate a new controller starts with (bytes per second).
   static double InitialPacingRate(std::size_t maxDatagramSize) noexcept;
 
@@ -141,7 +143,7 @@ class Bbr final : public ICongestionController {
   Microseconds m_probeRttDone = 0;  // 0: in flight not yet down to the ProbeRTT window
   std::uint64_t m_probeRttRound = 0;
 
-  std::uint32_t m_random = 0x9e3779b9u;
+  std::uint32_t m_random;  // xorshift32 state, never 0
   CongestionStatistics m_stats;
 };
 

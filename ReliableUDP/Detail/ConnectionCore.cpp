@@ -77,7 +77,10 @@ ConnectionCore::ConnectionCore(EndpointContext& context, Role role, ConnectionId
       m_loss(LossRecoveryOptions{context.options.maxDatagramSize,
                                  context.options.congestionControl != CongestionControl::None,
                                  context.options.pacing,
-                                 context.options.congestionControl == CongestionControl::Bbr}),
+                                 context.options.congestionControl == CongestionControl::Bbr,
+                                 // Beside the skipper's seed, not after it: a simulation's later
+                                 // draws stay what they were.
+                                 static_cast<std::uint32_t>(context.secrets.Companion())}),
       m_packetNumbers(context.secrets.Next()),
       m_sendDatagramSize(static_cast<std::uint32_t>(context.options.maxDatagramSize)),
       m_peerMaxMessageSize(context.options.maxMessageSize),

@@ -21,7 +21,9 @@ std::unique_ptr<ICongestionController> MakeController(const LossRecoveryOptions&
   if (!options.congestionControl) {
     return std::make_unique<KnownPathController>(options.maxDatagramSize);
   }
-  if (options.modelBased) return std::make_unique<Bbr>(options.maxDatagramSize);
+  if (options.modelBased) {
+    return std::make_unique<Bbr>(options.maxDatagramSize, options.controllerSeed);
+  }
   return std::make_unique<NewReno>(
       NewRenoOptions{options.maxDatagramSize, /*hyStart*/ true, /*paced*/ options.pacing});
 }
@@ -35,7 +37,8 @@ LossRecovery::LossRecovery(const LossRecoveryOptions& options)
       m_pacing(options.pacing),
       m_modelBased(options.modelBased),
       m_pacer(options.maxDatagramSize, NewReno::InitialWindow(options.maxDatagramSize),
-              m_rtt.PacingRtt()) {
+              m_rtt.PacingRtt()),
+      m_controllerSeed(options.controllerSeed) {
   assert(options.maxDatagramSize > 0 &&
          options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
 }
@@ -43,7 +46,8 @@ LossRecovery::LossRecovery(const LossRecoveryOptions& options)
 LossRecovery::~LossRecovery() = default;
 
 LossRecoveryOptions LossRecovery::Options() const noexcept {
-  return LossRecoveryOptions{m_maxDatagramSize, m_congestionControl, m_pacing, m_modelBased};
+  return LossRecoveryOptions{m_maxDatagramSize, m_congestionControl, m_pacing, m_modelBased,
+                             m_controllerSeed};
 }
 
 std::uint64_t LossRecovery::Window() const noexcept {
@@ -281,7 +285,7 @@ void LossRecovery::Settle(Microseconds now) noexcept {
 // ---- Timer (RFC 9002 6.2, A.8, A.9) ----
 
 Microseconds LossRecovery::PtoDeadline() const noexcept {
-  const unsigned shift = std::min(m_ptoCount, kMaxPtoBackoff);
+  const unsigned shift = std::min<unsigned>(m_ptoCount, kMaxPtoBackoff);
   Microseconds timeout = ProbeTimeout() << shift;
   if (m_pingOnlyInFlight == m_ackElicitingInFlight) timeout = std::max(timeout, m_pingProbeFloor);
   return m_lastAckElicitingSent + timeout;
@@ -303,7 +307,7 @@ unsigned LossRecovery::OnLossDetectionTimeout(Microseconds now, IPacketFate& fat
   }
   if (m_ackElicitingInFlight == 0 || now < PtoDeadline()) return 0;
   ++m_probeTimeouts;
-  if (m_ptoCount < std::numeric_limits<unsigned>::max()) ++m_ptoCount;
+  if (m_ptoCount < std::numeric_limits<std::uint16_t>::max()) ++m_ptoCount;
   // RFC 9002 6.2.4: one probe, then two so that a single loss does not cause another PTO.
   return m_ptoCount > 1 ? 2 : 1;
 }

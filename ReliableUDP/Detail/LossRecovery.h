@@ -31,6 +31,9 @@ struct LossRecoveryOptions {
   bool congestionControl = true;  // false: the "known path" profile (KnownPathController)
   bool pacing = true;             // with congestion control: pace (Pacer)
   bool modelBased = false;        // with congestion control: Bbr instead of NewReno
+  // Seeds what the controller draws at random (Bbr's probe waits). Each connection's own, so that
+  // flows sharing a bottleneck do not probe in step.
+  std::uint32_t controllerSeed = 0;
 };
 
 // A snapshot, assembled from the parts when asked for.
@@ -159,7 +162,8 @@ class LossRecovery {
 
   LossRecoveryOptions Options() const noexcept;
 
-  // The options, in 8 bytes instead of 16 (every connection has them).
+  // The options, in 8 bytes instead of 16 (every connection has them); the seed is below, where
+  // it fills what would otherwise be padding.
   std::uint32_t m_maxDatagramSize;
   bool m_congestionControl;
   bool m_pacing;
@@ -175,10 +179,13 @@ class LossRecovery {
   Microseconds m_pingProbeFloor = 0;
   PacketNumber m_largestAcked = 0;
   PacketNumber m_nextPacketNumber = 0;  // one past the largest sent
-  unsigned m_ptoCount = 0;
+  // Consecutive PTOs, saturating: 16 bits are plenty, as only the backoff's shift (at most
+  // kMaxPtoBackoff) and "more than one" are read from it.
+  std::uint16_t m_ptoCount = 0;
   bool m_anyAcked = false;
   // The application ran out of data before the controller existed: it is told so when made.
   bool m_appLimitedBeforeController = false;
+  std::uint32_t m_controllerSeed;
   Microseconds m_lastAckElicitingSent = 0;
   Microseconds m_lossTime = 0;  // 0: none
   std::uint64_t m_packetsAcked = 0;

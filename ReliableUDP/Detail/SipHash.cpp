@@ -59,4 +59,11 @@ std::uint64_t ConnectionIdGenerator::Next() noexcept {
   }
 }
 
+std::uint64_t ConnectionIdGenerator::Companion() const noexcept {
+  std::uint8_t input[9];
+  StoreLittle64(input, m_counter);
+  input[8] = 1;
+  return SipHash24(m_key, input, sizeof(input));
+}
+
 }  // namespace timerwheel::rudp::detail

@@ -27,6 +27,10 @@ class ConnectionIdGenerator {
  public:
   explicit ConnectionIdGenerator(SipHashKey key) noexcept;
   std::uint64_t Next() noexcept;
+  // A second unpredictable number for the draw Next() makes next, unrelated to it (its input is a
+  // byte longer, so never one of Next()'s): a second seed for whoever takes that draw, without
+  // moving Next()'s sequence. Unlike Next(), it may be 0.
+  std::uint64_t Companion() const noexcept;
 
  private:
   SipHashKey m_key;

@@ -287,10 +287,14 @@ TEST_CASE("Bbr's min RTT follows a longer path within 10 s and a shorter one at 
         Approx(2.5 * kMegabyte).epsilon(0.10));
   CHECK(Goodput(network, flow, 3 * kSecond) >= 0.85 * kPayloadShare * 2.5 * kMegabyte);
 
-  // Back to 10 ms: the first lower sample replaces the minimum.
+  // Back to 10 ms: the first lower sample replaces the minimum, long before the 10 s window
+  // would. That sample comes once the queue is gone, which the phase at the change decides: a
+  // queue left by a probe drains at Down's 0.9, or at Cruise's 0.99 if Down, judging by the old
+  // minimum, ends at once. Over 30 network seeds the minimum came back after 30-1,610 ms
+  // (median 80); tolerance 3 s, a probe cycle.
   network.Link(flow.ClientAddress(), flow.ServerAddress()).delay = 10 * kMillisecond;
   network.Link(flow.ServerAddress(), flow.ClientAddress()).delay = 10 * kMillisecond;
-  network.RunFor(kSecond);
+  network.RunFor(3 * kSecond);
   CHECK(flow.SenderStatistics().modelMinRttMicroseconds <= 22 * kMillisecond);
 }
 
@@ -480,4 +484,68 @@ TEST_CASE("two Bbr flows through a deep (1 MB) bottleneck queue converge to equa
           "[rudp][bbr][sim][slow]") {
   // 8 BDPs: no loss, only the queue's delay.
   CheckSharing(1024 * 1024);
+}
+
+namespace {
+
+// When a flow's ProbeBW Up phases began: the moments (to `step`) at which its time in Up started
+// to grow.
+class UpProbeLog {
+ public:
+  void Sample(const rudp::ConnectionStatistics& stats, Microseconds now) {
+    const auto up = stats.phaseMicroseconds[static_cast<unsigned>(CongestionPhase::ProbeBwUp)];
+    const bool inUp = up > m_lastUp;
+    if (inUp && !m_wasInUp) starts.push_back(now);
+    m_wasInUp = inUp;
+    m_lastUp = up;
+  }
+  std::vector<Microseconds> starts;
+
+ private:
+  std::uint64_t m_lastUp = 0;
+  bool m_wasInUp = false;
+};
+
+}  // namespace
+
+TEST_CASE("Bbr flows started together probe for bandwidth at moments of their own",
+          "[rudp][bbr][sim]") {
+  // Two flows over two identical 200 ms paths (separate bottlenecks, so neither affects the
+  // other), started at the same moment. At this RTT the 2-3 s random wait, not the round count,
+  // decides when ProbeBW next probes; were every flow to draw the same waits (one seed for all),
+  // flows that start together, such as a server's clients after a restart, would probe in step
+  // for good, each probe queueing at once what all of them add. Each connection seeds its own.
+  constexpr double kRate = 2.5 * kMegabyte;  // BDP 500 KB at 200 ms: 63 rounds take 12.6 s
+  SimulatedNetwork network(151);
+  BulkFlow first(network, 9000, 9001, rudp::CongestionControl::Bbr);
+  BulkFlow second(network, 9002, 9003, rudp::CongestionControl::Bbr);
+  REQUIRE(first.connected);
+  REQUIRE(second.connected);
+  LinkProfile link = Bottleneck(kRate, 1024 * 1024);
+  link.delay = 100 * kMillisecond;
+  network.SetLink(first.ClientAddress(), first.ServerAddress(), link);
+  network.SetLink(second.ClientAddress(), second.ServerAddress(), link);
+  first.Start();
+  second.Start();
+  UpProbeLog firstUps;
+  UpProbeLog secondUps;
+  for (Microseconds now = 0; now < 30 * kSecond; now += 5 * kMillisecond) {
+    network.RunFor(5 * kMillisecond);
+    firstUps.Sample(first.SenderStatistics(), now);
+    secondUps.Sample(second.SenderStatistics(), now);
+  }
+  // Each flow's cycles: the time from one Up to the next (the 2-3 s wait and its phases). With one
+  // seed for both, the k-th cycles of the two flows differ by a few round trips at most; with
+  // seeds of their own, by a uniform draw over a second. Tolerance: some pair of cycles differs by
+  // 300 ms or more, with at least 5 cycles of each flow compared.
+  CAPTURE(firstUps.starts, secondUps.starts);
+  const std::size_t cycles = std::min(firstUps.starts.size(), secondUps.starts.size());
+  REQUIRE(cycles >= 6);
+  Microseconds largestDifference = 0;
+  for (std::size_t k = 1; k < cycles; ++k) {
+    const Microseconds a = firstUps.starts[k] - firstUps.starts[k - 1];
+    const Microseconds b = secondUps.starts[k] - secondUps.starts[k - 1];
+    largestDifference = std::max(largestDifference, a > b ? a - b : b - a);
+  }
+  CHECK(largestDifference >= 300 * kMillisecond);
 }

@@ -15,8 +15,8 @@ namespace timerwheel::rudp::detail {
 // Startup (pacing gain 2.77, until the bandwidth grows less than 25 % in 3 round trips, or 8 RTT
 // samples in a row show a queue of half the min RTT) -> Drain
 // (0.35, until in flight <= BDP) -> ProbeBW, a cycle of Down (0.9, until in flight <= BDP), Cruise
-// (1.0, for 2-3 s or min(BDP in packets, 63) round trips), Refill (1.0, one round trip), Up (1.25,
-// until in flight reaches 1.25 BDP); and every 5 s without a lower RTT, ProbeRTT (in flight
+// (1.0, for 2-3 s or min(BDP in packets / 2, 63) round trips), Refill (1.0, one round trip), Up
+// (1.25, until in flight reaches 1.25 BDP); and every 5 s without a lower RTT, ProbeRTT (in flight
 // max(4 packets, BDP / 2) for 200 ms and a round trip).
 //
 // Loss: a round trip's loss is a congestion signal only when it exceeds 2 % of what the round

@@ -63,6 +63,7 @@
 #include <utility>
 #include <vector>
 
+#include "ReliableUDP/Detail/RoomForOne.h"
 #include "ReliableUDP/Detail/Sharding.h"
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
@@ -487,11 +488,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         // While the endpoint is destroyed (a failed construction) nothing holds it: the
         // completion goes to the io_context on its own, from the heap.
         if (!self) return m_owner.PostCompletion(handler, error);
-        MakeRoomForOne(m_completions);
+        detail::MakeRoomForOne(m_completions);
         ScheduleCompletionsLocked(std::move(self));
         m_completionsScheduled = true;
       } else {
-        MakeRoomForOne(m_completions);
+        detail::MakeRoomForOne(m_completions);
       }
       m_completions.push_back({std::move(handler), error});  // room made: cannot throw
     }

@@ -27,6 +27,10 @@ constexpr unsigned kDeadlineTimer = QueueTimer(TimerKind::ConnectionDeadline);
 // forged packet must not be able to kill a connection by itself.
 constexpr unsigned kMaxViolations = 100;
 
+// How soon an application call whose pump or flush ran out of memory is retried (RetrySoon): soon
+// against a keepalive, and seldom enough that a process short of memory does not spin on it.
+constexpr Microseconds kAllocationRetry = 10'000;
+
 // What ACKs drawn by duplicate packets may cost, relative to the duplicates' bytes (QUIC's
 // anti-amplification factor, RFC 9000 8.1).
 constexpr std::uint64_t kReflectionFactor = 3;
@@ -697,8 +701,13 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
         Flush(now);
       }
       break;
-    case TimerKind::DelayedAck:
     case TimerKind::Pacing:
+      // Also the retry after an application call ran out of memory (RetrySoon): what it left
+      // queued. Cheap when nothing is.
+      PumpSends();
+      PumpReceives();
+      [[fallthrough]];
+    case TimerKind::DelayedAck:
       if (m_phase != Phase::Connecting && m_phase != Phase::Closed) Flush(now);
       break;
     case TimerKind::Keepalive:
@@ -781,6 +790,16 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
                             PackTimerTarget(TimerTarget{m_slot, kind}));
   armed = key;
   ++m_stats.timerArmed[Index(kind)];
+}
+
+void ConnectionCore::RetrySoon() noexcept {
+  if (m_phase == Phase::Closed) return;
+  try {
+    const Microseconds now = m_context.io.Now();
+    ArmTimer(TimerKind::Pacing, now + kAllocationRetry, now);
+  } catch (const std::bad_alloc&) {
+    // Not even the timer: the next event retries.
+  }
 }
 
 Microseconds ConnectionCore::ForgetAcknowledgedAckRanges(const AckFrame& ack, Microseconds now) {
@@ -947,13 +966,37 @@ void ConnectionCore::UpdateAckTimer(Microseconds now) {
 // --- Sending -----------------------------------------------------------------------------------
 
 bool ConnectionCore::HasAckElicitingToSend() const {
-  if (m_pingPending || m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
+  return m_pingPending || HasMoreThanPingToSend();
+}
+
+bool ConnectionCore::HasMoreThanPingToSend() const {
+  if (m_maxDataPending || m_ourClose == OurClose::ToSend) return true;
   SendBuffer::Range range;
   return NextToSend(1, range);
 }
 
 void ConnectionCore::Flush(Microseconds now) {
   if (m_phase == Phase::Connecting || m_phase == Phase::Closed) return;
+  try {
+    SendPackets(now);
+  } catch (const std::bad_alloc&) {
+    // Out of memory part way (a packet's recording, the pacing timer): the packets that went
+    // before are recorded and in flight, and their loss timer must run, or nothing would resend
+    // them if they were lost and no event came.
+    if (m_phase != Phase::Closed) UpdateLossTimer(now);
+    throw;
+  }
+  if (m_sending && NextNewOffset() < m_sending->buffer.AppendedEnd() &&
+      NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
+    m_flowControlBlocked = true;
+    ++m_sending->flowControlStalls;
+  }
+  if (m_phase == Phase::Closed) return;
+  UpdateLossTimer(now);
+  UpdateAckTimer(now);
+}
+
+void ConnectionCore::SendPackets(Microseconds now) {
   const auto ackDeadline = m_acks.AckDeadline();
   bool ackWanted = m_acks.AckNow() || (ackDeadline && *ackDeadline <= now);
   // Bounded so that one call cannot monopolise the endpoint; pacing and the window bound it
@@ -978,23 +1021,19 @@ void ConnectionCore::Flush(Microseconds now) {
     }
     if (mode == PacketMode::AckOnly) {
       if (ackWanted && m_acks.HasAnythingToAck()) SendDataPacket(now, PacketMode::AckOnly);
-      break;
+      return;
     }
     SendDataPacket(now, mode);
     ackWanted = false;
     if (probe) --m_probesToSend;
   }
-  if (m_sending && NextNewOffset() < m_sending->buffer.AppendedEnd() &&
-      NextNewOffset() >= m_peerMaxData && !m_flowControlBlocked) {
-    m_flowControlBlocked = true;
-    ++m_sending->flowControlStalls;
-  }
-  if (m_phase == Phase::Closed) return;
-  UpdateLossTimer(now);
-  UpdateAckTimer(now);
 }
 
 void ConnectionCore::SendDataPacket(Microseconds now, PacketMode mode) {
+  // What recording the packet will need, before anything goes into it: from here on nothing
+  // fails, so the stream data it takes is always either still queued or recorded for
+  // retransmission. (The datagram itself may be dropped, like a loss: EndpointContext::Send.)
+  if (mode != PacketMode::AckOnly) m_loss.PrepareToSend(HasMoreThanPingToSend());
   auto& buffer = m_context.datagram;
   PacketWriter writer(buffer.data(), m_sendDatagramSize);
   SentPacket sent;
@@ -1126,7 +1165,7 @@ void ConnectionCore::PumpSends() {
         std::uint8_t prefix[8];
         const std::size_t prefixSize = EncodeVarInt(send.size, prefix);  // message framing
         if (buffer.FreeSpace() < prefixSize) break;
-        buffer.Append(prefix, prefixSize);
+        buffer.AppendWhole(prefix, prefixSize);
         send.prefixWritten = true;
       }
       send.copied += buffer.Append(send.data + send.copied, send.size - send.copied);

@@ -247,6 +247,8 @@ class ConnectionCore final : private IPacketFate {
   // within the congestion window and pacing; then re-arms the timers.
   void Flush(Microseconds now);
   bool HasAckElicitingToSend() const;
+  bool HasMoreThanPingToSend() const;  // a close, a window update or stream data
+  void SendPackets(Microseconds now);  // Flush's packets, up to what pacing and the window allow
   void SendDataPacket(Microseconds now, PacketMode mode);
   void SendAbortPacket(CloseCode code);
   // Sends the datagram `writer` built to the peer and counts it; returns its size.
@@ -256,16 +258,21 @@ class ConnectionCore final : private IPacketFate {
   void PumpReceives();
   // Runs `work` (the pump, and the flush) after the application queued an operation. The call
   // has taken the operation's handler by then, so it does not throw: a completion that cannot
-  // be posted (no memory) stays first in its queue, posted by the next pump (a packet, a call,
-  // or the connection's end), and what was not sent goes at the next flush.
+  // be posted (no memory) stays first in its queue, and what was not copied or sent stays
+  // queued; both go at the next pump and flush, which RetrySoon brings (a packet, a call or a
+  // timer may come sooner).
   template <class Work>
   void AfterQueuing(Work&& work) {
     try {
       work();
     } catch (const std::bad_alloc&) {
-      return;
+      RetrySoon();
     }
   }
+  // Arms the pacing timer kAllocationRetry ahead, if it can (its first arming allocates): its
+  // expiry pumps both queues and flushes. Without it, an operation whose pump or flush ran out of
+  // memory waited for the next event, which on a quiet connection is the keepalive (15 s).
+  void RetrySoon() noexcept;
   void MaybeUpdateMaxData();
   void MaybeQueueClose();
   void PrepareProbe();

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "ReliableUDP/Detail/Address.h"
@@ -37,6 +38,8 @@ class IEndpointIo {
  public:
   // Sends one datagram, or holds it (in order) until Flush or until the socket can take it.
   // Called from inside the engine, so under whatever lock the caller serialises the engine with.
+  // May throw std::bad_alloc (no room to hold it): the engine counts that as a send error and
+  // recovers it as a loss.
   virtual void SendDatagram(const Address& to, const std::uint8_t* data, std::size_t size) = 0;
   // The end of one call into the engine (one receive batch handled, one application call, one
   // timer expiry): sends that SendDatagram held back to batch them must go out, at once (Call) or,
@@ -54,12 +57,6 @@ class IEndpointIo {
   // it throws (an allocation failed), `handler` is still the caller's, as it was, so that a
   // waiter taken from a queue can stay there.
   virtual void Post(Completion& handler, EngineError error) = 0;
-  // For Post's implementations that queue in a vector: room for one more first, so that the
-  // push_back after it cannot fail and the handler moves only once nothing can.
-  template <class Vector>
-  static void MakeRoomForOne(Vector& queue) {
-    if (queue.size() == queue.capacity()) queue.reserve(2 * queue.size() + 16);
-  }
   // The key behind what a peer must not predict (which packet numbers a connection skips).
   // Random by default; a simulation returns one derived from its seed, so that a run repeats.
   virtual SipHashKey SecretKey() { return RandomSipHashKey(); }
@@ -114,7 +111,13 @@ struct EndpointContext {
     const std::size_t size = writer.Finish();
     ++stats.datagramsSent;
     stats.bytesSent += size;
-    io.SendDatagram(to, writer.Data(), size);
+    try {
+      io.SendDatagram(to, writer.Data(), size);
+    } catch (const std::bad_alloc&) {
+      // Nowhere to hold it: a datagram lost before it left. The packet was (or will be) recorded
+      // as sent, so loss recovery resends what it carried, as for a loss on the path.
+      ++stats.sendErrors;
+    }
     return size;
   }
 

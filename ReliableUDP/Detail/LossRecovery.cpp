@@ -17,7 +17,7 @@ namespace {
 // or delayed, to reveal that a loss was spurious (Statistics().spuriousLosses).
 constexpr Microseconds kLostRecordKeepPtos = 3;
 
-std::unique_ptr<ICongestionController> MakeController(const LossRecoveryOptions& options) {
+std::unique_ptr<ICongestionController> NewController(const LossRecoveryOptions& options) {
   if (!options.congestionControl) {
     return std::make_unique<KnownPathController>(options.maxDatagramSize);
   }
@@ -74,6 +74,22 @@ void LossRecovery::SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept {
 
 // ---- Sending ----
 
+void LossRecovery::PrepareToSend(bool mayCarryMoreThanPing) {
+  if (mayCarryMoreThanPing && !m_congestion) StartController();
+  m_log.MakeRoomForOne();
+}
+
+void LossRecovery::StartController() {
+  // The first packet that carries more than a PING: the controller starts here, told what it
+  // would have been told of the application's limit so far (with what is in flight now: only
+  // PINGs can be, usually nothing).
+  m_congestion = NewController(Options());
+  if (m_appLimitedBeforeController) {
+    m_congestion->OnApplicationLimited(m_bytesInFlight);
+    m_appLimitedBeforeController = false;
+  }
+}
+
 void LossRecovery::OnPacketSent(const SentPacket& packet) {
   assert(packet.packetNumber >= m_nextPacketNumber);
   if (!packet.ackEliciting) {
@@ -86,16 +102,7 @@ void LossRecovery::OnPacketSent(const SentPacket& packet) {
   // padding-only packets): every record in the log counts toward bytes in flight.
   RefillPacer(packet.timeSent);
   m_pacer.OnPacketSent(packet.size);
-  if (!m_congestion && !packet.pingOnly) {
-    // The first packet that carries more than a PING: the controller starts here, told what it
-    // would have been told of the application's limit so far (with what is in flight now: only
-    // PINGs can be, usually nothing).
-    m_congestion = MakeController(Options());
-    if (m_appLimitedBeforeController) {
-      m_congestion->OnApplicationLimited(m_bytesInFlight);
-      m_appLimitedBeforeController = false;
-    }
-  }
+  if (!m_congestion && !packet.pingOnly) StartController();  // PrepareToSend made it, if asked
   m_log.Push(packet);
   m_nextPacketNumber = packet.packetNumber + 1;
   m_bytesInFlight += packet.size;

@@ -89,6 +89,11 @@ class LossRecovery {
   // The least probe timeout of a flight that holds nothing but PINGs (0: none, the default).
   void SetPingProbeFloor(Microseconds floor) noexcept { m_pingProbeFloor = floor; }
 
+  // Before a packet is built: what recording it will need (room in the log, and the controller if
+  // it may carry more than a PING and there is none yet). May throw std::bad_alloc, changing
+  // nothing a caller sees; after it, OnPacketSent for that packet does not throw. So a packet's
+  // data is never sent without being recorded for retransmission.
+  void PrepareToSend(bool mayCarryMoreThanPing);
   // Packet numbers passed here strictly increase. Consumes pacing tokens for in-flight packets.
   // Packets that are not ack-eliciting only advance the packet number: they are not tracked.
   void OnPacketSent(const SentPacket& packet);
@@ -161,6 +166,7 @@ class LossRecovery {
   void Settle(Microseconds now) noexcept;  // hints and trimming after states changed
 
   LossRecoveryOptions Options() const noexcept;
+  void StartController();  // the first packet that carries more than a PING needs one
 
   // The options, in 8 bytes instead of 16 (every connection has them); the seed is below, where
   // it fills what would otherwise be padding.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <new>
 
 namespace timerwheel::rudp::detail {
 
@@ -25,6 +26,11 @@ std::size_t SendBuffer::FreeSpace() const noexcept {
   return kept >= m_capacity ? 0 : m_capacity - static_cast<std::size_t>(kept);
 }
 
+void SendBuffer::AddChunk() {
+  m_chunks.MakeRoomForOne();  // first: a chunk acquired must not be lost to a failed push
+  m_chunks.Push(m_pool.Acquire());
+}
+
 std::size_t SendBuffer::Append(const std::uint8_t* data, std::size_t size) {
   const std::size_t total = std::min(size, FreeSpace());
   // Every chunk was released when everything was acked: restart at the chunk holding m_end.
@@ -32,14 +38,37 @@ std::size_t SendBuffer::Append(const std::uint8_t* data, std::size_t size) {
   std::size_t done = 0;
   while (done < total) {
     const auto index = static_cast<std::size_t>((m_end - m_chunkBase) / kChunk);
-    if (index == m_chunks.Size()) m_chunks.Push(m_pool.Acquire());  // lazily, as needed
+    if (index == m_chunks.Size()) {  // lazily, as needed
+      try {
+        AddChunk();
+      } catch (const std::bad_alloc&) {
+        // What was copied is in the stream and must be reported, or the caller would copy it
+        // again.
+        if (done == 0) throw;
+        break;
+      }
+    }
     const auto within = static_cast<std::size_t>(m_end % kChunk);
     const std::size_t n = std::min(total - done, ChunkPool::kChunkSize - within);
     std::memcpy(m_chunks[index] + within, data + done, n);
     done += n;
     m_end += n;
   }
-  return total;
+  return done;
+}
+
+void SendBuffer::AppendWhole(const std::uint8_t* data, std::size_t size) {
+  assert(size <= FreeSpace() && size <= kChunk);
+  if (size == 0) return;
+  if (m_chunks.Empty()) m_chunkBase = m_end - m_end % kChunk;
+  // The chunk the bytes end in, before any is written. No more than a chunk's worth: the chunk
+  // holding m_end is there unless m_end starts a new one, so at most one is missing, and a
+  // failure to get it leaves nothing behind.
+  const auto last = static_cast<std::size_t>((m_end + size - 1 - m_chunkBase) / kChunk);
+  if (m_chunks.Size() <= last) AddChunk();
+  const std::size_t appended = Append(data, size);
+  assert(appended == size);
+  static_cast<void>(appended);
 }
 
 void SendBuffer::Read(std::uint64_t offset, std::size_t size, std::uint8_t* out) const noexcept {

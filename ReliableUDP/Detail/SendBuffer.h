@@ -27,8 +27,14 @@ class SendBuffer {
   SendBuffer(const SendBuffer&) = delete;
   SendBuffer& operator=(const SendBuffer&) = delete;
 
-  // Copies up to min(size, FreeSpace()) bytes to the end of the stream; returns how many.
+  // Copies up to min(size, FreeSpace()) bytes to the end of the stream; returns how many. A chunk
+  // it cannot get (no memory) ends the copy there: it returns what it copied, or, if that is
+  // nothing, throws std::bad_alloc having changed nothing a reader sees.
   std::size_t Append(const std::uint8_t* data, std::size_t size);
+  // All of [data, data + size) (size <= FreeSpace(), and at most a chunk), or nothing: throws
+  // std::bad_alloc if the chunk it needs cannot be got. For what must not be split (a message's
+  // length prefix).
+  void AppendWhole(const std::uint8_t* data, std::size_t size);
   std::size_t FreeSpace() const noexcept;  // capacity - (AppendedEnd - AckedPrefix)
 
   // Copies bytes [offset, offset + size) (all within [AckedPrefix, AppendedEnd)) to `out`.
@@ -67,6 +73,10 @@ class SendBuffer {
   void ReleaseIdleMemory();
 
  private:
+  // Adds the chunk for the bytes after the last one held; may throw std::bad_alloc, changing
+  // nothing (the chunk is not lost).
+  void AddChunk();
+
   ChunkPool& m_pool;
   std::size_t m_capacity;
   // m_chunks[0] holds offset m_chunkBase. Not std::deque: libstdc++ allocates ~600 B for an empty

@@ -54,7 +54,7 @@ void SentPacketLog::MarkAcked(std::size_t index) noexcept {
   record.nextNotAcked = m_frontSequence + index + 1;
 }
 
-void SentPacketLog::Push(const SentPacket& packet) {
+void SentPacketLog::MakeRoomForOne() {
   // Bound the memory spent on remembering losses: forget the oldest settled records first.
   while (m_count >= kMaxRecords && At(0).state != State::Outstanding) PopFront();
   if (m_count == m_ring.size()) {
@@ -64,6 +64,10 @@ void SentPacketLog::Push(const SentPacket& packet) {
     m_ring.swap(grown);
     m_head = 0;
   }
+}
+
+void SentPacketLog::Push(const SentPacket& packet) {
+  MakeRoomForOne();
   Record& record = m_ring[(m_head + m_count) & (m_ring.size() - 1)];
   record.packet = packet;
   record.lostTime = 0;

@@ -65,6 +65,9 @@ class SentPacketLog {
   // Beyond this many records, the oldest settled (Acked or Lost) ones are forgotten on Push.
   static constexpr std::size_t kMaxRecords = std::size_t{1} << 16;
 
+  // Room for the next Push (forgetting old settled records or growing the ring): may throw
+  // std::bad_alloc, changing nothing; a Push after it does not throw.
+  void MakeRoomForOne();
   // `packet.packetNumber` is larger than any pushed before.
   void Push(const SentPacket& packet);
 

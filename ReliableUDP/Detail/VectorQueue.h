@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "ReliableUDP/Detail/RoomForOne.h"
+
 namespace timerwheel::rudp::detail {
 
 // For a connection's queues of pending operations (sends and receives) and its stream buffers'
@@ -35,6 +37,8 @@ class VectorQueue {
   T& operator[](std::size_t position) noexcept { return m_items[m_head + position]; }
   const T& operator[](std::size_t position) const noexcept { return m_items[m_head + position]; }
   void Push(T item) { m_items.push_back(std::move(item)); }
+  // Room for one more item: a Push after it does not throw (if T's move does not).
+  void MakeRoomForOne() { detail::MakeRoomForOne(m_items); }
   // Grows the queue to `size` items, the new ones value-initialised.
   void GrowTo(std::size_t size) {
     if (size > Size()) m_items.resize(m_head + size);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ReliableUDP/Connection.h"
+#include "ReliableUDP/Detail/RoomForOne.h"
 #include "ReliableUDP/Endpoint.h"
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
@@ -38,7 +39,8 @@ class AllocationFreeLink {
     Microseconds Now() const override { return m_link.m_now; }
     void Post(timerwheel::rudp::detail::Completion& handler,
               timerwheel::rudp::detail::EngineError error) override {
-      MakeRoomForOne(m_link.m_posted);  // a failed post leaves the handler (the contract)
+      timerwheel::rudp::detail::MakeRoomForOne(
+          m_link.m_posted);  // a failed post leaves the handler (the contract)
       m_link.m_posted.push_back({std::move(handler), error});
     }
     const Udp::endpoint& Address() const { return m_address; }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ReliableUDP/Connection.h"
+#include "ReliableUDP/Detail/RoomForOne.h"
 #include "ReliableUDP/EngineConversions.h"
 #include "ReliableUDP/LockedEngine.h"
 #include "TimerQueue/ITickProvider.h"
@@ -239,7 +240,7 @@ class SimulatedNetwork {
       --failPosts;
       throw std::bad_alloc();
     }
-    rudp::detail::IEndpointIo::MakeRoomForOne(m_posted);
+    rudp::detail::MakeRoomForOne(m_posted);
     m_posted.push_back(Posted{host, std::move(handler), error});  // room made: cannot throw
   }
   void RunPosted() {

@@ -394,9 +394,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       stats.sendErrors += result.failed;
       if (!result.wouldBlock) return;
       ++stats.sendWouldBlock;
-      m_waitingWritable = true;
       std::lock_guard<std::mutex> lock(m_owner.m_socketMutex);
       if (m_owner.m_closed) return;
+      // Marked waiting only once the wait is started (it may fail to get its memory, and the next
+      // flush must then try again); its handler takes the shard's lock, held here, so it cannot
+      // run before the mark.
       m_owner.m_socket.async_wait(
           Udp::socket::wait_write,
           WithMemory(m_owner.m_handlerMemory,
@@ -405,6 +407,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
                        m_waitingWritable = false;
                        FlushLocked();
                      }));
+      m_waitingWritable = true;
     }
 
     // IEndpointIo ----------------------------------------------------------------------------
@@ -448,9 +451,12 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
         m_queuedHead = 0;
       }
       if (m_queuedCount == m_queued.size()) m_queued.emplace_back();
-      QueuedDatagram& queued = m_queued[m_queuedCount++];
+      QueuedDatagram& queued = m_queued[m_queuedCount];
+      // The bytes first (capacity is reused after the first time): a copy that cannot get its
+      // memory leaves the slot unqueued, and the throw makes the datagram a counted loss.
+      queued.bytes.assign(data, data + size);
       queued.to = to;
-      queued.bytes.assign(data, data + size);  // capacity is reused after the first time
+      ++m_queuedCount;
       if (!m_sending) SendQueuedLocked();
     }
 
@@ -559,7 +565,6 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       }
       std::lock_guard<std::mutex> lock(m_owner.m_socketMutex);
       if (m_owner.m_closed) return;
-      m_sending = true;
       ++m_counters.sendCalls;
       QueuedDatagram& next = m_queued[m_queuedHead];
       m_owner.m_socket.async_send_to(
@@ -573,6 +578,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
                        ++m_queuedHead;
                        SendQueuedLocked();
                      }));
+      // Marked sending only once the send is started (it may fail to get its memory; the next
+      // SendDatagram then starts it again); the handler takes the shard's lock, held here.
+      m_sending = true;
     }
 
     Impl& m_owner;

@@ -703,9 +703,16 @@ void ConnectionCore::OnTimer(TimerKind kind, Microseconds now) {
       break;
     case TimerKind::Pacing:
       // Also the retry after an application call ran out of memory (RetrySoon): what it left
-      // queued. Cheap when nothing is.
-      PumpSends();
-      PumpReceives();
+      // queued (cheap when nothing is), while the connection is open; once it has ended, its
+      // end completes what was queued. A pump that fails again retries again.
+      if (m_phase == Phase::Connecting || m_phase == Phase::Established ||
+          m_phase == Phase::Closing) {
+        AfterQueuing([&] {
+          PumpSends();
+          PumpReceives();
+          MaybeQueueClose();  // a send whose completion the failure held may have been the last
+        });
+      }
       [[fallthrough]];
     case TimerKind::DelayedAck:
       if (m_phase != Phase::Connecting && m_phase != Phase::Closed) Flush(now);
@@ -793,7 +800,8 @@ void ConnectionCore::ArmTimer(TimerKind kind, Microseconds deadline, Microsecond
 }
 
 void ConnectionCore::RetrySoon() noexcept {
-  if (m_phase == Phase::Closed) return;
+  // A pacing expiry already due pumps and flushes too: it is not put off.
+  if (m_phase == Phase::Closed || m_armedMs[QueueTimer(TimerKind::Pacing)] != 0) return;
   try {
     const Microseconds now = m_context.io.Now();
     ArmTimer(TimerKind::Pacing, now + kAllocationRetry, now);

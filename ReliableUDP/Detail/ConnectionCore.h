@@ -269,9 +269,10 @@ class ConnectionCore final : private IPacketFate {
       RetrySoon();
     }
   }
-  // Arms the pacing timer kAllocationRetry ahead, if it can (its first arming allocates): its
-  // expiry pumps both queues and flushes. Without it, an operation whose pump or flush ran out of
-  // memory waited for the next event, which on a quiet connection is the keepalive (15 s).
+  // Arms the pacing timer kAllocationRetry ahead, unless it is armed already, and if it can (its
+  // first arming allocates): its expiry pumps both queues and flushes (and retries again if that
+  // fails). Without it, an operation whose pump or flush ran out of memory waited for the next
+  // event, which on a quiet connection is the keepalive (15 s).
   void RetrySoon() noexcept;
   void MaybeUpdateMaxData();
   void MaybeQueueClose();

@@ -58,17 +58,14 @@ std::size_t SendBuffer::Append(const std::uint8_t* data, std::size_t size) {
 }
 
 void SendBuffer::AppendWhole(const std::uint8_t* data, std::size_t size) {
-  assert(size <= FreeSpace() && size <= kChunk);
-  if (size == 0) return;
-  if (m_chunks.Empty()) m_chunkBase = m_end - m_end % kChunk;
-  // The chunk the bytes end in, before any is written. No more than a chunk's worth: the chunk
-  // holding m_end is there unless m_end starts a new one, so at most one is missing, and a
-  // failure to get it leaves nothing behind.
-  const auto last = static_cast<std::size_t>((m_end + size - 1 - m_chunkBase) / kChunk);
-  if (m_chunks.Size() <= last) AddChunk();
-  const std::size_t appended = Append(data, size);
-  assert(appended == size);
-  static_cast<void>(appended);
+  assert(size <= FreeSpace());
+  const std::size_t appended = Append(data, size);  // throws having changed nothing, or copies
+  if (appended < size) {
+    // A chunk it needed could not be got: the part copied is past what anything has read or
+    // sent, so taking back m_end takes it back whole.
+    m_end -= appended;
+    throw std::bad_alloc();
+  }
 }
 
 void SendBuffer::Read(std::uint64_t offset, std::size_t size, std::uint8_t* out) const noexcept {

@@ -31,9 +31,8 @@ class SendBuffer {
   // it cannot get (no memory) ends the copy there: it returns what it copied, or, if that is
   // nothing, throws std::bad_alloc having changed nothing a reader sees.
   std::size_t Append(const std::uint8_t* data, std::size_t size);
-  // All of [data, data + size) (size <= FreeSpace(), and at most a chunk), or nothing: throws
-  // std::bad_alloc if the chunk it needs cannot be got. For what must not be split (a message's
-  // length prefix).
+  // All of [data, data + size) (size <= FreeSpace()), or nothing: throws std::bad_alloc if a chunk
+  // it needs cannot be got. For what must not be split (a message's length prefix).
   void AppendWhole(const std::uint8_t* data, std::size_t size);
   std::size_t FreeSpace() const noexcept;  // capacity - (AppendedEnd - AckedPrefix)
 

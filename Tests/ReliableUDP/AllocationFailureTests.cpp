@@ -116,12 +116,15 @@ void SweepConnect(const rudp::ServerKeyPair* key) {
     bool threw = false, failed = false;
     // The first connect's handler: called once if the call returned, never if it threw.
     int firstCompletions = 0;
+    std::shared_ptr<Connection> first;
     {
       FailNthAllocation failure(n);
       try {
-        attempt.client.Connect(
-            attempt.server.Address(),
-            [&](boost::system::error_code, std::shared_ptr<Connection>) { ++firstCompletions; });
+        attempt.client.Connect(attempt.server.Address(),
+                               [&](boost::system::error_code, std::shared_ptr<Connection> c) {
+                                 ++firstCompletions;
+                                 first = std::move(c);
+                               });
       } catch (const std::bad_alloc&) {
         threw = true;
       }
@@ -133,6 +136,8 @@ void SweepConnect(const rudp::ServerKeyPair* key) {
       CHECK(attempt.client.Statistics().sendErrors == 1);
       REQUIRE(attempt.network.RunFor(
           60 * kSecond, [&] { return firstCompletions == 1 && attempt.serverSide != nullptr; }));
+      attempt.clientSide = std::move(first);
+      attempt.CloseAndCheckEmpty();
       return true;
     }
     REQUIRE(threw == failed);

@@ -263,7 +263,7 @@ TEST_CASE("Bbr follows the bottleneck's rate down and up", "[rudp][bbr][sim]") {
   CHECK(Goodput(network, flow, 3 * kSecond) >= 0.85 * kPayloadShare * 5 * kMegabyte);
 }
 
-TEST_CASE("Bbr's min RTT follows a longer path within 10 s and a shorter one at once",
+TEST_CASE("Bbr's min RTT follows a longer path within 10 s and a shorter one within a probe cycle",
           "[rudp][bbr][sim]") {
   SimulatedNetwork network(107);
   BulkFlow flow(network, 9000, 9001, rudp::CongestionControl::Bbr);
@@ -544,9 +544,9 @@ TEST_CASE("Bbr flows started together probe for bandwidth at moments of their ow
     secondUps.Sample(second.SenderStatistics(), now);
   }
   // Each flow's cycles: the time from one Up to the next (the 2-3 s wait and its phases). With one
-  // seed for both, the k-th cycles of the two flows differ by a few round trips at most; with
-  // seeds of their own, by a uniform draw over a second. Tolerance: some pair of cycles differs by
-  // 300 ms or more, with at least 5 cycles of each flow compared.
+  // seed for both, the two flows entered Up within 15 ms of each other at every cycle (measured);
+  // with seeds of their own, the waits differ by a uniform draw over a second. Tolerance: some
+  // pair of cycles differs by 300 ms or more, with at least 5 cycles of each flow compared.
   CAPTURE(firstUps.starts, secondUps.starts);
   const std::size_t cycles = std::min(firstUps.starts.size(), secondUps.starts.size());
   REQUIRE(cycles >= 6);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <deque>
+#include <new>
 #include <random>
 #include <set>
 #include <vector>
@@ -10,10 +11,12 @@
 #include "ReliableUDP/Detail/ChunkPool.h"
 #include "ReliableUDP/Detail/ReceiveBuffer.h"
 #include "ReliableUDP/Detail/SendBuffer.h"
+#include "Support/AllocationCounter.h"
 
 using timerwheel::rudp::detail::ChunkPool;
 using timerwheel::rudp::detail::ReceiveBuffer;
 using timerwheel::rudp::detail::SendBuffer;
+using timerwheel::test::FailNthAllocation;
 
 namespace {
 
@@ -674,4 +677,65 @@ TEST_CASE("ReceiveBuffer reads a length prefix that straddles a chunk boundary",
   CHECK(out.capacity() == capacity);  // reused, not reallocated
   CHECK(buffer.ReadMessage(out) == ReadResult::NeedMore);
   CHECK(pool.ChunksInUse() == 0);
+}
+
+// An append that cannot get a chunk (no memory), after the buffer went idle one byte short of a
+// chunk's end (every chunk freed, the next byte mid-chunk): each allocation the append makes is
+// failed in turn. Append reports the byte it copied before the boundary (a caller that took it for
+// nothing would copy it again); AppendWhole, for a message's length prefix, takes back what it
+// copied and throws, so the prefix is never split.
+TEST_CASE("SendBuffer appends that cannot get a chunk copy nothing twice and split no prefix",
+          "[rudp][buffers][allocation-failure]") {
+  const Bytes first = Pattern(0, kChunk - 1);
+  const Bytes next = Pattern(kChunk - 1, 100);
+  for (const bool whole : {false, true}) {
+    CAPTURE(whole);
+    std::size_t failures = 0;
+    for (std::size_t n = 1;; ++n) {
+      CAPTURE(n);
+      REQUIRE(n <= 10);
+      ChunkPool pool;
+      SendBuffer buffer(pool, 1 << 20);
+      REQUIRE(buffer.Append(first.data(), first.size()) == first.size());
+      buffer.OnSent(0, first.size());
+      buffer.OnAcked(0, first.size());
+      std::size_t appended = 0;
+      bool threw = false, failed = false;
+      {
+        FailNthAllocation failure(n);
+        try {
+          if (whole) {
+            buffer.AppendWhole(next.data(), 2);
+            appended = 2;
+          } else {
+            appended = buffer.Append(next.data(), next.size());
+          }
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+        failed = failure.Failed();
+      }
+      CHECK(buffer.AppendedEnd() == first.size() + appended);
+      if (whole) {
+        CHECK(threw == failed);
+        CHECK(appended == (failed ? 0 : 2));
+      } else if (failed) {
+        // The chunk holding the first byte came from the pool's free list (the acked one); the
+        // failure is the next chunk's: the byte before the boundary was copied.
+        CHECK(!threw);
+        CHECK(appended == 1);
+      }
+      // What was appended reads back, and the rest goes in after it, once, in order.
+      const std::size_t total = whole ? 2 : next.size();
+      if (appended < total) {
+        REQUIRE(buffer.Append(next.data() + appended, total - appended) == total - appended);
+      }
+      Bytes out(total);
+      buffer.Read(first.size(), total, out.data());
+      CHECK(out == Bytes(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(total)));
+      if (!failed) break;  // n is past the last allocation the append makes
+      ++failures;
+    }
+    CHECK(failures > 0);
+  }
 }

@@ -20,6 +20,16 @@ constexpr double kPacingMargin = 0.01;  // pace 1 % under the estimate, so no qu
 // short-term bounds shrink to 0.7 of themselves (or to the latest delivery, if that is more);
 // between probes the window keeps 15 % below inflight_hi, room for other flows.
 constexpr double kLossThreshold = 0.02;
+// A path that loses at random (radio, a lossy link before the bottleneck) loses that share of
+// every round, congested or not; the threshold is 2 % above that rate and half again of it (a
+// round of 100 packets at 5 % loses 5 +- 2.2), or a host that lifts one round's RTT (a relay or a
+// sender not scheduled for 10 ms) makes random loss congestive. The rate is learned over rounds
+// whose mean RTT did not rise (their loss is not a queue's), weighted by their bytes, with a gain
+// of 1/8 a round; only rounds of kRandomLossMinPackets or more count (a round of a few packets
+// says little of a rate).
+constexpr double kRandomLossAllowance = 1.5;
+constexpr double kRandomLossGain = 1.0 / 8;
+constexpr std::uint64_t kRandomLossMinPackets = 16;
 constexpr double kBeta = 0.7;
 constexpr double kHeadroom = 0.85;
 // The rise of a round's mean RTT that marks its loss as congestive: max(min RTT / 8, 2 ms) (a
@@ -159,6 +169,7 @@ void Bbr::OnAckProcessed(const AckEvent& ack) noexcept {
     OnCongestion(now);
   }
   if (m_roundEnds) {
+    LearnRandomLoss();
     if (!probing && RoundIsCongested()) {
       m_roundCongested = true;
       OnCongestion(now);
@@ -238,7 +249,7 @@ bool Bbr::RoundIsCongested() const noexcept {
   const double flight =
       static_cast<double>(std::max(m_roundLost + m_roundDelivered, m_roundMaxInflight));
   const double lossRate = static_cast<double>(m_roundLost) / flight;
-  if (lossRate <= kLossThreshold) return false;
+  if (lossRate <= kLossThreshold + kRandomLossAllowance * RandomLossRate()) return false;
   // Startup's own queue (it sends at 2.77x) raises the RTT whatever the loss is: there, random
   // loss must also not look like an overflow, so it takes several loss events (draft 4.3.1.3).
   if (m_phase == CongestionPhase::Startup && m_roundLossEvents < kStartupLossEvents) return false;
@@ -246,6 +257,22 @@ bool Bbr::RoundIsCongested() const noexcept {
   // hiccup at either end (a busy host) delays a few, and must not turn random loss into
   // congestion.
   return RoundRttRose();
+}
+
+double Bbr::RandomLossRate() const noexcept {
+  return m_randomLossFlight > 0 ? m_randomLossLost / m_randomLossFlight : 0.0;
+}
+
+void Bbr::LearnRandomLoss() noexcept {
+  // Before RoundIsCongested's verdict is known for the round: a round it judges congestive has a
+  // risen RTT, so it is never one of these.
+  const std::uint64_t flight = m_roundLost + m_roundDelivered;
+  if (m_phase == CongestionPhase::Startup || m_roundRttSamples == 0 || RoundRttRose() ||
+      flight < kRandomLossMinPackets * m_maxDatagramSize) {
+    return;
+  }
+  m_randomLossLost += kRandomLossGain * (static_cast<double>(m_roundLost) - m_randomLossLost);
+  m_randomLossFlight += kRandomLossGain * (static_cast<double>(flight) - m_randomLossFlight);
 }
 
 bool Bbr::RoundRttRose() const noexcept {

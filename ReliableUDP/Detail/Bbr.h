@@ -69,8 +69,10 @@ class Bbr final : public ICongestionController {
   void UpdateBandwidth(const RateSample& sample) noexcept;
   void OnRoundEnd(Microseconds now) noexcept;  // before the phase checks of the ACK ending it
   bool RoundIsCongested() const noexcept;
-  bool RoundRttRose() const noexcept;    // the round's mean RTT rose by the queue signal's margin
-  bool RoundKeptQueue() const noexcept;  // its every RTT sample above the minimum: a queue stood
+  bool RoundRttRose() const noexcept;      // the round's mean RTT rose by the queue signal's margin
+  double RandomLossRate() const noexcept;  // the path's loss rate without a queue (learned)
+  void LearnRandomLoss() noexcept;         // at a round's end
+  bool RoundKeptQueue() const noexcept;    // its every RTT sample above the minimum: a queue stood
   void OnStandingQueue(Microseconds now) noexcept;
   void OnCongestion(Microseconds now) noexcept;
   void CheckStartupDone() noexcept;
@@ -108,6 +110,9 @@ class Bbr final : public ICongestionController {
   Microseconds m_roundStart = 0;
   std::uint64_t m_roundMaxInflight = 0;
   bool m_roundCongested = false;  // this round's congestion was already acted on
+  // Lost and sent bytes of rounds without a queue, moving averages (RandomLossRate).
+  double m_randomLossLost = 0;
+  double m_randomLossFlight = 0;
 
   // The model.
   double m_maxBw[2] = {0, 0};  // the largest sample in this and the previous ProbeBW cycle

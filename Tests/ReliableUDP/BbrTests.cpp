@@ -328,6 +328,36 @@ TEST_CASE("Bbr keeps its rate through random loss that NewReno collapses under",
   CHECK(bbrGoodput >= 1.5 * newRenoGoodput);
 }
 
+TEST_CASE("Bbr keeps its rate through random loss on a path whose host stalls at times",
+          "[rudp][bbr][sim]") {
+  // Random loss before a 50 Mbit/s bottleneck with a deep queue, on a link that holds what it is
+  // given for 12 ms of every 250 ms (a relay or a sender not scheduled on a busy machine). A
+  // stall lifts the mean RTT of the round it falls in, and at 5 % or 10 % loss every round loses
+  // more than the draft's 2 %: judged against 2 %, such rounds are congestive, and each lowers
+  // inflight_hi or the short-term bounds (this seed: 55 rounds and 77 % of the goodput below at
+  // 5 %, 37 and 63 % at 10 %). Judged against the path's learned random loss, a few are (Up's
+  // own queue).
+  const double loss = GENERATE(0.05, 0.10);
+  CAPTURE(loss);
+  SimulatedNetwork network(503);
+  BulkFlow flow(network, 9000, 9001, rudp::CongestionControl::Bbr);
+  REQUIRE(flow.connected);
+  LinkProfile link = Bottleneck(6.25 * kMegabyte, 1024 * 1024);
+  link.loss = loss;
+  link.stallEvery = 250 * kMillisecond;
+  link.stallFor = 12 * kMillisecond;
+  network.SetLink(flow.ClientAddress(), flow.ServerAddress(), link);
+  flow.Start();
+  network.RunFor(3 * kSecond);
+  const double goodput = Goodput(network, flow, 10 * kSecond);
+  const rudp::ConnectionStatistics stats = flow.SenderStatistics();
+  CAPTURE(goodput, stats.congestiveLossRounds, stats.congestionWindow, stats.bandwidthEstimate);
+  // Tolerances: at least 88 % of what the link delivers less the headers (over 8 seeds, 92-96 %),
+  // and at most 10 congestive rounds in the 13 s (3 here; 3-4 a run over 8 seeds).
+  CHECK(goodput >= 0.88 * (1 - loss) * kPayloadShare * 6.25 * kMegabyte);
+  CHECK(stats.congestiveLossRounds <= 10);
+}
+
 TEST_CASE("Bbr settles at a policer's rate", "[rudp][bbr][sim]") {
   constexpr double kPolicedRate = 1.25 * kMegabyte;
   SimulatedNetwork network(113);

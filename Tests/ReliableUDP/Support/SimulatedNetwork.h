@@ -37,6 +37,11 @@ struct LinkProfile {
   Microseconds delay = 10'000;  // one-way
   Microseconds jitter = 0;      // uniform extra delay in [0, jitter]
   bool down = false;            // drops everything
+  // A host that is not scheduled: for the first `stallFor` of every `stallEvery` the link holds
+  // what it is given, and sends it, in order, when the stall ends (as a relay thread or a sender
+  // descheduled on a busy machine does). 0: never.
+  Microseconds stallEvery = 0;
+  Microseconds stallFor = 0;
   // A bottleneck (0: none): datagrams leave one after another at `rate` bytes per second through
   // a drop-tail queue holding `queueBytes` (0: unbounded), after the random loss above.
   double rate = 0;
@@ -210,6 +215,10 @@ class SimulatedNetwork {
       state.busyUntil =
           start + static_cast<Microseconds>(static_cast<double>(size) * 1e6 / link.rate + 0.5);
       departure = state.busyUntil;
+    }
+    if (link.stallEvery > 0) {
+      const Microseconds intoPeriod = departure % link.stallEvery;
+      if (intoPeriod < link.stallFor) departure += link.stallFor - intoPeriod;
     }
     const int copies = Chance(link.duplicate) ? 2 : 1;
     if (copies == 2) ++m_duplicated;

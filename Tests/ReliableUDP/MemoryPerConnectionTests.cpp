@@ -141,16 +141,10 @@ TEST_CASE("an idle server connection holds at most 1.5 KB of heap", "[rudp][sim]
 // range (33, 528 B) from the fifth, this was 1,602 B after two hours and 1,761 B after five; the
 // server now gives that room back when a keepalive finds nothing in flight (1,297 B after twelve
 // hours).
-// 3.5 s in release, 18 s under ASan, 73 s under TSan (which has nothing to find in this
-// single-threaded simulation, so it holds two hours there, already 1,602 B before): [slow], for
-// its longer ctest limit.
+// 3.5 s in release, 18 s under ASan: [slow], for its longer ctest limit.
 TEST_CASE("an idle server connection held for five hours holds at most 1.5 KB of heap",
           "[rudp][sim][memory][slow]") {
-#if defined(__SANITIZE_THREAD__)
-  constexpr Microseconds kHours = 2;
-#else
   constexpr Microseconds kHours = 5;
-#endif
   IdleServer idle(rudp::TimerQueueKind::Wheel, kConnections, /*pendingReceive*/ false,
                   kHours * 3600 * kSecond);
   REQUIRE(idle.established);

@@ -45,8 +45,11 @@ constexpr unsigned kStartupLossEvents = 6;  // BBRStartupFullLossCnt
 constexpr unsigned kStartupQueueSamples = 8;
 constexpr Microseconds kStartupQueueRttDivisor = 2;
 // A standing queue (a whole round whose every RTT sample is that far above the minimum) in Cruise,
-// or in Down after this many rounds, paces at what the round delivered (OnStandingQueue).
+// or in Down after this many rounds, paces at what the round delivered (OnStandingQueue). In Down
+// that happens once, or, when no round lost a packet in the last kLossFreeBeforeRepeatedCuts, again
+// every kDownRoundsBeforeCut rounds (RoundKeptQueue).
 constexpr std::uint64_t kDownRoundsBeforeCut = 3;
+constexpr Microseconds kLossFreeBeforeRepeatedCuts = 3'000'000;
 // Startup ends when the bandwidth grew less than 25 % in 3 round trips (draft 4.3.1.2).
 constexpr double kFullBandwidthGrowth = 1.25;
 constexpr unsigned kFullBandwidthRounds = 3;
@@ -322,7 +325,22 @@ bool Bbr::RoundKeptQueue() const noexcept {
   if (m_phase == CongestionPhase::ProbeBwCruise) {
     if (m_roundCount <= m_phaseStartRound) return false;
   } else if (m_phase == CongestionPhase::ProbeBwDown) {
-    if (m_cutInDown || m_roundCount <= m_phaseStartRound + kDownRoundsBeforeCut) return false;
+    // A second cut in one Down phase only when the path has lost nothing for a while. A
+    // loss-based flow (Reno, CUBIC) keeps a queue whatever this flow does, and fills it until a
+    // packet drops: cut after cut there would hand it the bottleneck (simulated, 64 KB queue: one
+    // Bbr flow beside one NewReno flow kept about 30 % of it with every Down round cutting, about
+    // 50 % with this rule, as with one cut). Where nothing is lost the queue is flows like this
+    // one, and one cut may not be enough: when ACKs come unevenly (2 ms of jitter on the ACK path,
+    // a host that stalls), the samples of a flow larger than its share keep its estimate high, so
+    // its flight stays above the BDP and it stays in Down; with one cut per Down phase, two Bbr
+    // flows through a 1 MB queue came within 20 % within 5 s in 42-44 of 60 seeds, with a cut
+    // every kDownRoundsBeforeCut rounds in 57-59 (Perf/RESULTS.md, issue 17).
+    const bool recentLoss =
+        m_roundLost > 0 || (m_lastLossRoundEnd != 0 &&
+                            m_roundStart < m_lastLossRoundEnd + kLossFreeBeforeRepeatedCuts);
+    if (m_cutInDown && recentLoss) return false;
+    const std::uint64_t after = m_cutInDown ? m_lastCutRound : m_phaseStartRound;
+    if (m_roundCount <= after + kDownRoundsBeforeCut) return false;
   } else {
     return false;
   }
@@ -337,11 +355,11 @@ void Bbr::OnStandingQueue(Microseconds now) noexcept {
   // this flow less than the model says (the max filter holds a sample biased high, or other
   // flows' share grew). A saturated bottleneck's output is what the round delivered; pace at
   // that (bw_lo; at most the 30 % cut a lossy round makes, so that one stalled round does not
-  // halt the flow), and drain (Down) what was queued. Once per Down phase: a queue that another
-  // flow keeps (a loss-based one fills any buffer) must not ratchet the rate down round after
-  // round. Refill lifts the bound again, and Up finds any bandwidth there is. This is what keeps
-  // a flow whose max filter holds a high sample from keeping a BDP queued at its window (the
-  // deep-queue RTT), and what makes a larger flow yield to a smaller one's probe (sharing).
+  // halt the flow), and drain (Down) what was queued. Once per Down phase where anything was lost
+  // lately: a queue that a loss-based flow keeps must not ratchet the rate down round after round
+  // (RoundKeptQueue). Refill lifts the bound again, and Up finds any bandwidth there is. This is
+  // what keeps a flow whose max filter holds a high sample from keeping a BDP queued at its window
+  // (the deep-queue RTT), and what makes a larger flow yield to a smaller one's probe (sharing).
   if (now > m_roundStart) {
     const double delivered =
         static_cast<double>(m_roundDelivered) * 1e6 / static_cast<double>(now - m_roundStart);
@@ -361,6 +379,7 @@ void Bbr::OnStandingQueue(Microseconds now) noexcept {
   }
   if (m_phase != CongestionPhase::ProbeBwDown) EnterPhase(CongestionPhase::ProbeBwDown, now);
   m_cutInDown = true;
+  m_lastCutRound = m_roundCount;
 }
 
 void Bbr::OnRoundEnd(Microseconds now) noexcept {
@@ -376,6 +395,7 @@ void Bbr::OnRoundEnd(Microseconds now) noexcept {
       m_inflightHiGrowth = std::min(2 * m_inflightHiGrowth, kMaxInflightHiGrowthPackets);
     }
   }
+  if (m_roundLost > 0) m_lastLossRoundEnd = now;
   m_roundEnds = false;
   ++m_roundCount;
   m_nextRoundDelivered = m_sampler.Delivered();

@@ -124,6 +124,8 @@ class Bbr final : public ICongestionController {
   std::uint64_t m_inflightHiGrowth = 0;  // packets Up adds to inflight_hi next round
   bool m_upHeldByInflightHi = false;     // inflight_hi was the window of the last Up round
   bool m_cutInDown = false;              // this Down phase already paced down to a round's delivery
+  std::uint64_t m_lastCutRound = 0;      // the round of the last standing-queue cut
+  Microseconds m_lastLossRoundEnd = 0;   // when the last round that lost a packet ended; 0: none
   Microseconds m_minRtt = 0;
   Microseconds m_minRttStamp = 0;
   Microseconds m_probeRttMin = 0;

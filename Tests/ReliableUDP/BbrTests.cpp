@@ -441,23 +441,30 @@ namespace {
 struct SharingOutcome {
   double convergedAt = -1;  // s after the second flow started; -1: never
   double jain = 0;
-  double linkShare = 0;  // of the link's rate less the headers
+  double linkShare = 0;   // of the link's rate less the headers
+  double firstShare = 0;  // the first flow's part of what both received
 };
 
-// Two Bbr flows through one 50 Mbit/s bottleneck, 10 ms each way (BDP 125 KB), with a drop-tail
-// queue of `queueBytes` that both flows' data goes through; the second flow starts 3 s after the
-// first, which by then fills the link; then 10 s of both.
-SharingOutcome ShareBottleneck(unsigned seed, std::size_t queueBytes) {
+// Two flows (Bbr unless said otherwise) through one 50 Mbit/s bottleneck, 10 ms each way (BDP
+// 125 KB), with a drop-tail queue of `queueBytes` that both flows' data goes through; the second
+// flow starts 3 s after the first, which by then fills the link; then 10 s of both. `ackPath` is
+// the way back, which carries both receivers' ACKs.
+SharingOutcome ShareBottleneck(
+    unsigned seed, std::size_t queueBytes, const LinkProfile& ackPath = LinkProfile{},
+    rudp::CongestionControl firstControl = rudp::CongestionControl::Bbr,
+    rudp::CongestionControl secondControl = rudp::CongestionControl::Bbr) {
   constexpr double kRate = 6.25 * kMegabyte;
   SimulatedNetwork network(seed);
-  BulkFlow first(network, 9000, 9001, rudp::CongestionControl::Bbr);
-  BulkFlow second(network, 9002, 9003, rudp::CongestionControl::Bbr);
+  BulkFlow first(network, 9000, 9001, firstControl);
+  BulkFlow second(network, 9002, 9003, secondControl);
   REQUIRE(first.connected);
   REQUIRE(second.connected);
   LinkProfile link = Bottleneck(kRate, queueBytes);
   link.sharedBottleneck = 1;
   network.SetLink(first.ClientAddress(), first.ServerAddress(), link);
   network.SetLink(second.ClientAddress(), second.ServerAddress(), link);
+  network.SetLink(first.ServerAddress(), first.ClientAddress(), ackPath);
+  network.SetLink(second.ServerAddress(), second.ClientAddress(), ackPath);
   first.Start();
   network.RunFor(3 * kSecond);
   second.Start();
@@ -482,6 +489,7 @@ SharingOutcome ShareBottleneck(unsigned seed, std::size_t queueBytes) {
   const auto b = static_cast<double>(received.back().second);
   outcome.jain = (a + b) * (a + b) / (2 * (a * a + b * b));
   outcome.linkShare = (a + b) / 10 / (kPayloadShare * kRate);
+  outcome.firstShare = a / (a + b);
   return outcome;
 }
 
@@ -491,12 +499,12 @@ SharingOutcome ShareBottleneck(unsigned seed, std::size_t queueBytes) {
 // rounds, which this count fails). The 1 s goodputs move by 20-30 % during each flow's Up probe,
 // so a run can hover at the band's edge for a while. Twelve 13 s simulated runs take about 3 s in
 // release and 25 s under ASan: [slow], for its longer ctest limit.
-void CheckSharing(std::size_t queueBytes) {
+void CheckSharing(std::size_t queueBytes, const LinkProfile& ackPath = LinkProfile{}) {
   constexpr unsigned kSeeds = 12;
   constexpr unsigned kConvergedAtLeast = 11;
   unsigned convergedIn5s = 0;
   for (unsigned seed = 131; seed < 131 + kSeeds; ++seed) {
-    const SharingOutcome outcome = ShareBottleneck(seed, queueBytes);
+    const SharingOutcome outcome = ShareBottleneck(seed, queueBytes, ackPath);
     CAPTURE(seed, outcome.convergedAt, outcome.jain, outcome.linkShare);
     CHECK(outcome.jain >= 0.95);
     CHECK(outcome.linkShare >= 0.90);
@@ -517,6 +525,40 @@ TEST_CASE("two Bbr flows through a deep (1 MB) bottleneck queue converge to equa
           "[rudp][bbr][sim][slow]") {
   // 8 BDPs: no loss, only the queue's delay.
   CheckSharing(1024 * 1024);
+}
+
+TEST_CASE("two Bbr flows through a deep queue converge when their ACKs come back in bunches",
+          "[rudp][bbr][sim][slow]") {
+  // The host that sends the ACKs is not scheduled for 3 ms of every 10 (a relay thread or a
+  // receiver on a busy machine): ACKs come in bunches, and the larger flow's samples keep its
+  // estimate high. With one standing-queue cut per Down phase, 9 of these 12 seeds (42 of 60)
+  // came within 20 % within 5 s; with a cut every few rounds of a loss-free Down, 12 (59 of 60).
+  LinkProfile ackPath;
+  ackPath.stallEvery = 10 * kMillisecond;
+  ackPath.stallFor = 3 * kMillisecond;
+  CheckSharing(1024 * 1024, ackPath);
+}
+
+TEST_CASE("a Bbr flow beside a NewReno flow through a shallow queue keeps a fair part of it",
+          "[rudp][bbr][sim][slow]") {
+  // NewReno fills the 64 KB queue until it overflows, and keeps it whatever Bbr does: a Bbr flow
+  // that paced down on every round of standing queue would give it most of the link (29-33 %
+  // left to Bbr). Tolerance: Bbr's share of the 10 s between 40 % and 2/3 (the issue's bound on
+  // taking too much), whichever flow starts first; 45-55 % in these seeds.
+  for (unsigned seed = 131; seed < 135; ++seed) {
+    const SharingOutcome bbrFirst =
+        ShareBottleneck(seed, 64 * 1024, LinkProfile{}, rudp::CongestionControl::Bbr,
+                        rudp::CongestionControl::NewReno);
+    const SharingOutcome renoFirst =
+        ShareBottleneck(seed, 64 * 1024, LinkProfile{}, rudp::CongestionControl::NewReno,
+                        rudp::CongestionControl::Bbr);
+    const double bbrJoining = 1 - renoFirst.firstShare;
+    CAPTURE(seed, bbrFirst.firstShare, bbrJoining);
+    CHECK(bbrFirst.firstShare >= 0.40);
+    CHECK(bbrFirst.firstShare <= 2.0 / 3);
+    CHECK(bbrJoining >= 0.40);
+    CHECK(bbrJoining <= 2.0 / 3);
+  }
 }
 
 namespace {

@@ -364,7 +364,12 @@ void Bbr::OnStandingQueue(Microseconds now) noexcept {
     const double delivered =
         static_cast<double>(m_roundDelivered) * 1e6 / static_cast<double>(now - m_roundStart);
     const double bandwidth = Bandwidth();
-    m_bwLo = std::min(bandwidth, std::max(delivered, kBeta * bandwidth));
+    // All the cuts of one Down phase together take at most the 30 % one cut may: beside a flow
+    // that keeps a deep queue without loss (NewReno through 1 MB), repeated cuts that each took
+    // up to 30 % left Bbr 9-19 % of the link through the relay, where one cut left it 17-24 %.
+    const bool firstCutOfDown = m_phase != CongestionPhase::ProbeBwDown || !m_cutInDown;
+    if (firstCutOfDown) m_downCutFloor = kBeta * bandwidth;
+    m_bwLo = std::min(bandwidth, std::max(delivered, m_downCutFloor));
     // The max filter too, unless the window limited the round: paced below its window at the
     // estimate, the flow still kept a queue, so the samples it holds (up to two cycles old) are
     // more than the path gives this flow now. Left in the filter, they came back at Refill, and a

@@ -125,7 +125,8 @@ class Bbr final : public ICongestionController {
   bool m_upHeldByInflightHi = false;     // inflight_hi was the window of the last Up round
   bool m_cutInDown = false;              // this Down phase already paced down to a round's delivery
   std::uint64_t m_lastCutRound = 0;      // the round of the last standing-queue cut
-  Microseconds m_lastLossRoundEnd = 0;   // when the last round that lost a packet ended; 0: none
+  double m_downCutFloor = 0;  // the lowest bw_lo this Down phase's standing-queue cuts may set
+  Microseconds m_lastLossRoundEnd = 0;  // when the last round that lost a packet ended; 0: none
   Microseconds m_minRtt = 0;
   Microseconds m_minRttStamp = 0;
   Microseconds m_probeRttMin = 0;

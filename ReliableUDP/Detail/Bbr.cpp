@@ -334,7 +334,7 @@ bool Bbr::RoundKeptQueue() const noexcept {
     // a host that stalls), the samples of a flow larger than its share keep its estimate high, so
     // its flight stays above the BDP and it stays in Down; with one cut per Down phase, two Bbr
     // flows through a 1 MB queue came within 20 % within 5 s in 42-44 of 60 seeds, with a cut
-    // every kDownRoundsBeforeCut rounds in 57-59 (Perf/RESULTS.md, issue 17).
+    // every kDownRoundsBeforeCut rounds in 58-59 (Perf/RESULTS.md, issue 17).
     const bool recentLoss =
         m_roundLost > 0 || (m_lastLossRoundEnd != 0 &&
                             m_roundStart < m_lastLossRoundEnd + kLossFreeBeforeRepeatedCuts);

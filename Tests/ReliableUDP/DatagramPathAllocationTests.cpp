@@ -275,8 +275,8 @@ TEST_CASE("the batched socket path allocates nothing per datagram once warm",
   // past the warm-up's (more timers due in one dispatch than ever before: the wheel's batch
   // vector; a probe timeout: a range set; more operations outstanding at once: one more block of
   // handler memory), each a geometric growth or one block, never per datagram: 0-2 per phase in
-  // 30 release runs, up to 14 under TSan, whose slowness makes late wake-ups common. One per
-  // exchange (a per-operation allocation) would be 500.
+  // 30 release runs, up to 14 when this suite also ran under TSan, whose slowness makes late
+  // wake-ups common. One per exchange (a per-operation allocation) would be 500.
   constexpr std::size_t kHighWaterGrowths = 32;
   CHECK(small.allocations <= kHighWaterGrowths);
   CHECK(large.allocations <= kHighWaterGrowths);

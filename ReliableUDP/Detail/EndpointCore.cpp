@@ -192,10 +192,11 @@ void EndpointCore::OnHelloWithCookie(const Address& from, const PacketHeader& he
     return;
   }
   if (!MayAccept(from, header.source, now)) return;
-  OpenServerConnection(
-      from, header.source, header.resetToken, now, [&](ConnectionCore& connection) {
-        connection.StartServer(header.source, header.parameters, header.resetToken, now);
-      });
+  OpenServerConnection(from, header.source, header.resetToken, now, /*keyed=*/false,
+                       [&](ConnectionCore& connection) {
+                         connection.StartServer(header.source, header.parameters, header.resetToken,
+                                                now);
+                       });
 }
 
 bool EndpointCore::CookieHolds(const Address& from, const PacketHeader& header, Microseconds now) {
@@ -303,19 +304,24 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   start.algorithm = aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305;
   sodium_memzero(shared.data(), shared.size());
 
-  OpenServerConnection(from, header.source, resetToken, now, [&](ConnectionCore& connection) {
-    connection.StartSecureServer(header.source, parameters, resetToken, start, clientToken,
-                                 clientTokenSize, now);
-  });
+  OpenServerConnection(from, header.source, resetToken, now, /*keyed=*/true,
+                       [&](ConnectionCore& connection) {
+                         connection.StartSecureServer(header.source, parameters, resetToken, start,
+                                                      clientToken, clientTokenSize, now);
+                       });
 }
 
 template <class Start>
 void EndpointCore::OpenServerConnection(const Address& from, ConnectionId clientId,
-                                        const ResetToken& resetToken, Microseconds now,
+                                        const ResetToken& resetToken, Microseconds now, bool keyed,
                                         Start&& start) {
   OpenSteps steps;
   try {
     const auto connection = AcceptConnection(from, clientId, resetToken, now, steps);
+    if (keyed) {
+      m_retiredHandshakes.Reserve();
+      steps.retiredRoom = true;
+    }
     start(*connection);
     HandOverAccepted(connection);
   } catch (...) {
@@ -395,6 +401,7 @@ void EndpointCore::UndoOpen(OpenSteps& steps, const Address& remote) noexcept {
   }
   if (steps.connectPending) m_connects.erase(slot);
   if (steps.resetTokenListed) m_byResetToken.erase(steps.resetTokenPrefix);
+  if (steps.retiredRoom) m_retiredHandshakes.Unreserve();
   if (steps.handshakeListed) {
     m_byHandshake.erase(HandshakeKey{remote, steps.clientId});
     entry.inHandshakeMap = false;
@@ -593,7 +600,8 @@ void EndpointCore::Retire(std::uint32_t slot) {
     entry.inHandshakeMap = false;
     ++m_deadHandshakeExpiries;  // its expiry entry stays in the list until compacted
     // Its cookie still verifies. Plaintext handshakes are not remembered: they authenticate
-    // nothing, so a replay gives an on-path attacker no more than forging one would.
+    // nothing, so a replay gives an on-path attacker no more than forging one would. A keyed
+    // one goes into the room reserved at its accept: nothing here can fail.
     if (connection->IsEncrypted()) {
       m_retiredHandshakes.Add(RetiredHandshakeKey(connection->Remote(), connection->PeerId()),
                               entry.handshakeExpiresAt);
@@ -657,6 +665,8 @@ void EndpointCore::ExpireHandshakeEntries(Microseconds now) {
       Slot& entry = m_slots[expiry.slot];
       m_byHandshake.erase(HandshakeKey{entry.connection->Remote(), entry.connection->PeerId()});
       entry.inHandshakeMap = false;
+      // Its cookie no longer verifies: a replay is refused without remembering the handshake.
+      if (entry.connection->IsEncrypted()) m_retiredHandshakes.Unreserve();
     } else {
       --m_deadHandshakeExpiries;
     }

@@ -191,15 +191,18 @@ class EndpointCore final : public ITimer {
     std::uint64_t resetTokenPrefix = 0;
     bool connectPending = false;  // in m_connects (client)
     bool counted = false;         // connectionsOpen and the connection limit
+    bool retiredRoom = false;     // a room reserved in m_retiredHandshakes (keyed server)
   };
   void UndoOpen(OpenSteps& steps, const Address& remote) noexcept;
   // The steps every open begins with: a slot, a connection ID and the connection in both.
   void OpenSlot(ConnectionCore::Role role, const Address& remote, OpenSteps& steps);
   // The server side of a connection, made for a handshake that passed every check: `start`
-  // starts it (plaintext or keyed), then it goes to an accept.
+  // starts it (plaintext, or keyed: then its handshake will be remembered as it ends, in a room
+  // reserved here), then it goes to an accept.
   template <class Start>
   void OpenServerConnection(const Address& from, ConnectionId clientId,
-                            const ResetToken& resetToken, Microseconds now, Start&& start);
+                            const ResetToken& resetToken, Microseconds now, bool keyed,
+                            Start&& start);
   std::shared_ptr<ConnectionCore> AcceptConnection(const Address& from, ConnectionId clientId,
                                                    const ResetToken& resetToken, Microseconds now,
                                                    OpenSteps& steps);

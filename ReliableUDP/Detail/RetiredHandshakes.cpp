@@ -1,13 +1,39 @@
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
+#include <new>
+#include <utility>
 
 namespace timerwheel::rudp::detail {
 
-void RetiredHandshakes::Add(std::uint64_t handshake, Microseconds expiresAt) {
-  if (!m_set.insert(handshake).second) return;  // a 64-bit keyed-hash collision: already held
-  m_byExpiry.push_back(Entry{expiresAt, handshake});
+void RetiredHandshakes::Reserve() {
+  const std::size_t rooms = m_set.size() + m_spareNodes.size() + 1;
+  // Each step either fails and changes nothing, or only grows a capacity.
+  m_spareNodes.reserve(m_spareNodes.size() + 1);
+  m_byExpiry.reserve(rooms);
+  m_set.reserve(rooms);
+  // A node of the set's own type: any value the set does not hold, inserted (no rehash: the
+  // buckets are reserved) and taken straight out again.
+  std::uint64_t placeholder = 0;
+  while (m_set.count(placeholder) != 0) ++placeholder;
+  m_spareNodes.push_back(m_set.extract(m_set.insert(placeholder).first));
+}
+
+void RetiredHandshakes::Unreserve() noexcept {
+  assert(!m_spareNodes.empty());
+  m_spareNodes.pop_back();
+}
+
+void RetiredHandshakes::Add(std::uint64_t handshake, Microseconds expiresAt) noexcept {
+  assert(!m_spareNodes.empty());
+  Set::node_type node = std::move(m_spareNodes.back());
+  m_spareNodes.pop_back();
+  if (m_set.count(handshake) != 0) return;  // a 64-bit keyed-hash collision: already held
+  node.value() = handshake;
+  m_set.insert(std::move(node));                      // into reserved buckets: no allocation
+  m_byExpiry.push_back(Entry{expiresAt, handshake});  // within the reserved capacity
   std::push_heap(m_byExpiry.begin(), m_byExpiry.end(), std::greater<>());
 }
 
@@ -20,11 +46,24 @@ void RetiredHandshakes::Expire(Microseconds now) {
   }
   if (m_set.size() == before) return;
   // Neither container gives memory back by itself: rebuilt smaller once four times emptier
-  // (amortised O(1) per entry).
-  if (m_byExpiry.capacity() > 4 * m_byExpiry.size() + 64) m_byExpiry.shrink_to_fit();
-  if (m_set.bucket_count() > 64 && m_set.size() * 4 < m_set.bucket_count()) {
-    std::unordered_set<std::uint64_t> smaller(m_set.begin(), m_set.end());
-    m_set.swap(smaller);
+  // (amortised O(1) per entry), with room still for every reserved Add. A rebuild that runs out
+  // of memory leaves the larger container as it was.
+  const std::size_t rooms = m_set.size() + m_spareNodes.size();
+  try {
+    if (m_byExpiry.capacity() > 4 * rooms + 64) {
+      std::vector<Entry> smaller;
+      smaller.reserve(rooms);
+      smaller.assign(m_byExpiry.begin(), m_byExpiry.end());
+      m_byExpiry.swap(smaller);
+    }
+    if (m_set.bucket_count() > 64 && rooms * 4 < m_set.bucket_count()) {
+      Set smaller;
+      smaller.reserve(rooms);
+      smaller.insert(m_set.begin(), m_set.end());
+      m_set.swap(smaller);
+    }
+  } catch (const std::bad_alloc&) {
+    return;
   }
 }
 

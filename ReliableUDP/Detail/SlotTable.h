@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,10 +41,17 @@ class SlotTable {
   // A slot not in use, for the caller to fill: the one released last that the table still has,
   // else a new one. Throws std::length_error when the table is full (and changes nothing).
   std::uint32_t Allocate() {
+    // The free list keeps room for every slot in use, so that Release, as a connection ends,
+    // cannot fail (grown geometrically: amortised O(1)).
+    const std::size_t room = m_free.size() + m_inUse + 1;
+    if (m_free.capacity() < room) m_free.reserve((std::max)(room, 2 * m_free.capacity()));
     while (!m_free.empty()) {
       const std::uint32_t index = m_free.back();
       m_free.pop_back();
-      if (index < m_slots.size()) return index;
+      if (index < m_slots.size()) {
+        ++m_inUse;
+        return index;
+      }
       --m_stale;
     }
     if (m_slots.size() >= m_maximumSlots) {
@@ -52,11 +60,16 @@ class SlotTable {
     }
     m_slots.emplace_back();
     m_slots.back().generation = m_generationFloor;
+    ++m_inUse;
     return static_cast<std::uint32_t>(m_slots.size() - 1);
   }
 
-  // `index` is no longer in use (its owner emptied it and moved its generation on).
-  void Release(std::uint32_t index) { m_free.push_back(index); }
+  // `index` is no longer in use (its owner emptied it and moved its generation on). Into the
+  // room Allocate made: nothing allocated.
+  void Release(std::uint32_t index) noexcept {
+    --m_inUse;
+    m_free.push_back(index);
+  }
 
   // Gives back the slot the last Allocate returned, before any other Allocate or Release, when
   // its owner could not finish filling it (an allocation failed): the table is as it was, and
@@ -64,6 +77,7 @@ class SlotTable {
   // grew for is cut again (the list was empty); one from the list goes back to it, whose
   // capacity still holds it.
   void Unallocate(std::uint32_t index) noexcept {
+    --m_inUse;
     if (m_free.empty() && index + 1 == m_slots.size()) {
       m_generationFloor = (std::max)(m_generationFloor, m_slots.back().generation);
       m_slots.pop_back();
@@ -93,7 +107,19 @@ class SlotTable {
                                 [size](std::uint32_t index) { return index >= size; }),
                  m_free.end());
     m_stale = 0;
-    if (m_free.capacity() > 2 * m_free.size() + 64) m_free.shrink_to_fit();
+    // Smaller, but with room still for a Release of every slot in use; a rebuild that runs out
+    // of memory leaves the list as it was.
+    const std::size_t room = m_free.size() + m_inUse;
+    if (m_free.capacity() > 2 * room + 64) {
+      try {
+        std::vector<std::uint32_t> smaller;
+        smaller.reserve(room);
+        smaller.assign(m_free.begin(), m_free.end());
+        m_free.swap(smaller);
+      } catch (const std::bad_alloc&) {
+        return;
+      }
+    }
   }
 
   // The free list's length, stale entries included: at most twice the free slots after a cut.
@@ -105,6 +131,7 @@ class SlotTable {
   std::vector<Slot> m_slots;
   std::vector<std::uint32_t> m_free;  // released slots, the last released at the back
   std::size_t m_stale = 0;            // entries of m_free at or above Size()
+  std::size_t m_inUse = 0;            // allocated and not yet released
   std::uint32_t m_generationFloor = 0;
   std::uint64_t m_filteredEntries = 0;
   const std::size_t m_maximumSlots;

@@ -419,3 +419,50 @@ TEST_CASE("a send whose flush runs out of memory part way through a packet loses
     CHECK(failures > 0);
   }
 }
+
+// The server's allocations while an encrypted connection ends (its peer aborts it), each failed
+// in turn: the end must still be complete. A connection that ends within its handshake's cookie
+// lifetime leaves its handshake among the retired ones (a replay of it is refused), and the
+// server forgets the connection itself: no slot, count or table entry held for it, and nothing
+// waiting for an event that, for a connection whose timers are gone, may never come. The end
+// allocates nothing now (the retired handshake's room and the free slot list's are made at the
+// accept), so the first n finds no allocation; before that, failing the free list's growth or
+// the retired handshake's entry left the connection counted and in its slot for good.
+TEST_CASE("a connection's end whose allocation fails still ends it, and still refuses replays",
+          "[rudp][sim][allocation-failure]") {
+  const auto key = rudp::MakeServerKeyPair();
+  for (std::size_t n = 1; n <= kMaxSweep; ++n) {
+    CAPTURE(n);
+    Attempt attempt(&key);
+    attempt.Accept();
+    attempt.Connect();
+    REQUIRE(attempt.RunUntilConnected());
+    bool failed = false;
+    {
+      FailNthAllocation failure(n);
+      failure.SetActive(false);
+      attempt.network.onHostChange = [&](const SimulatedHost* host) {
+        failure.SetActive(host == &attempt.server);
+      };
+      attempt.clientSide->Abort();
+      try {
+        attempt.network.RunFor(5 * kSecond,
+                               [&] { return attempt.server.Statistics().connectionsOpen == 0; });
+      } catch (const std::bad_alloc&) {
+      }
+      attempt.network.onHostChange = nullptr;
+      failed = failure.Failed();
+    }
+    // Nothing more is needed: no datagram and no call (the peer is gone, the application waits).
+    attempt.network.RunFor(kSecond);
+    CHECK(attempt.server.Statistics().connectionsOpen == 0);
+    const auto tables = attempt.server.Core().Tables();
+    CHECK(tables.connectionIds == 0);
+    CHECK(tables.handshakes == 0);
+    CHECK(tables.resetTokens == 0);
+    CHECK(tables.retiredHandshakes == 1);
+    attempt.CloseAndCheckEmpty();
+    if (!failed) return;  // n is past the end's last allocation
+  }
+  FAIL("the end made more than " << kMaxSweep << " allocations");
+}

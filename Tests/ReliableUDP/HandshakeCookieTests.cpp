@@ -9,6 +9,7 @@
 #include "ReliableUDP/Detail/HandshakeCookie.h"
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
 #include "ReliableUDP/Detail/SipHash.h"
+#include "Support/AllocationCounter.h"
 
 using namespace timerwheel::rudp::detail;
 
@@ -194,11 +195,13 @@ TEST_CASE("addresses longer than 16 bytes never verify", "[rudp][cookie]") {
 TEST_CASE("a retired handshake is held until its own expiry, whatever the order they retired in",
           "[rudp][handshake][replay]") {
   RetiredHandshakes retired(3);
+  for (int i = 0; i < 3; ++i) retired.Reserve();  // as each connection is accepted
   // Connections end in any order: the second to retire expires first.
   retired.Add(1, 30);
   retired.Add(2, 10);
   CHECK_FALSE(retired.Full());
   retired.Add(3, 20);
+  CHECK(retired.Reserved() == 0);
   CHECK(retired.Full());
   CHECK(retired.Contains(1));
   CHECK(retired.Contains(2));
@@ -215,5 +218,34 @@ TEST_CASE("a retired handshake is held until its own expiry, whatever the order 
   CHECK(retired.Size() == 1);
   CHECK(retired.Contains(1));
   retired.Expire(30);
+  CHECK(retired.Size() == 0);
+}
+
+// An entry is added as its connection ends, which must not fail: into a room reserved when the
+// connection was accepted, which Expire's rebuilds keep.
+TEST_CASE("a retired handshake goes into a room reserved at its accept, and allocates nothing",
+          "[rudp][handshake][replay]") {
+  RetiredHandshakes retired(100000);
+  // A burst of retired handshakes, then most expire: the containers are rebuilt smaller.
+  for (std::uint64_t i = 1; i <= 5000; ++i) {
+    retired.Reserve();
+    retired.Add(i, static_cast<Microseconds>(i));
+  }
+  for (int i = 0; i < 400; ++i) retired.Reserve();  // connections still open
+  retired.Expire(4990);
+  REQUIRE(retired.Size() == 10);
+  CHECK(retired.Reserved() == 400);
+  // A room given back is no longer there; the others still are.
+  retired.Unreserve();
+  CHECK(retired.Reserved() == 399);
+  {
+    timerwheel::test::FailNthAllocation failure(1);
+    for (std::uint64_t i = 0; i < 399; ++i) retired.Add(100000 + i, 10000);
+    CHECK_FALSE(failure.Failed());
+  }
+  CHECK(retired.Size() == 409);
+  CHECK(retired.Contains(100398));
+  CHECK(retired.Reserved() == 0);
+  retired.Expire(10000);
   CHECK(retired.Size() == 0);
 }

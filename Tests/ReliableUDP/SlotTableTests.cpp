@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/SlotTable.h"
+#include "Support/AllocationCounter.h"
 
 using timerwheel::rudp::detail::SlotTable;
 
@@ -164,4 +165,42 @@ TEST_CASE("SlotTable takes back a slot its owner could not fill") {
     CHECK(owner.Use() == 1);
     CHECK(owner.Use() == 4);
   }
+}
+
+// A slot is released as its connection ends, which must not fail: the free list keeps room for
+// every slot in use, through growth, reuse and cuts.
+TEST_CASE("SlotTable releases without allocating") {
+  Owner owner;
+  std::vector<std::uint32_t> live;
+  SECTION("slots never released before") {
+    for (int i = 0; i < 1000; ++i) live.push_back(owner.Use());
+  }
+  SECTION("after growth, reuse and cuts") {
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 300; ++i) live.push_back(owner.Use());
+      // End every other one, then the newest: cuts, stale entries, reuse.
+      std::vector<std::uint32_t> kept;
+      for (std::size_t i = 0; i < live.size(); ++i) {
+        if (i % 2 == 0) {
+          owner.End(live[i]);
+        } else {
+          kept.push_back(live[i]);
+        }
+      }
+      live = kept;
+      for (int i = 0; i < 50; ++i) {
+        owner.End(live.back());
+        live.pop_back();
+      }
+    }
+  }
+  REQUIRE(!live.empty());
+  timerwheel::test::FailNthAllocation failure(1);
+  for (const std::uint32_t slot : live) {
+    REQUIRE(owner.table[slot].used);
+    owner.table[slot].used = false;
+    ++owner.table[slot].generation;
+    owner.table.Release(slot);
+  }
+  CHECK_FALSE(failure.Failed());
 }

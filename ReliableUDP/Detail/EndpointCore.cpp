@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ReliableUDP/Detail/Sharding.h"
+#include "ReliableUDP/Detail/ShrinkCapacity.h"
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -699,7 +700,7 @@ void EndpointCore::CompactHandshakeExpiries() {
     m_deadHandshakeExpiries = 0;
   }
   if (m_handshakeExpiries.capacity() > 4 * m_handshakeExpiries.size() + 64) {
-    m_handshakeExpiries.shrink_to_fit();
+    ShrinkCapacity(m_handshakeExpiries);
   }
 }
 

@@ -6,6 +6,8 @@
 #include <new>
 #include <utility>
 
+#include "ReliableUDP/Detail/ShrinkCapacity.h"
+
 namespace timerwheel::rudp::detail {
 
 void RetiredHandshakes::Reserve() {
@@ -49,13 +51,8 @@ void RetiredHandshakes::Expire(Microseconds now) {
   // (amortised O(1) per entry), with room still for every reserved Add. A rebuild that runs out
   // of memory leaves the larger container as it was.
   const std::size_t rooms = m_set.size() + m_spareNodes.size();
+  if (m_byExpiry.capacity() > 4 * rooms + 64) ShrinkCapacity(m_byExpiry, rooms);
   try {
-    if (m_byExpiry.capacity() > 4 * rooms + 64) {
-      std::vector<Entry> smaller;
-      smaller.reserve(rooms);
-      smaller.assign(m_byExpiry.begin(), m_byExpiry.end());
-      m_byExpiry.swap(smaller);
-    }
     if (m_set.bucket_count() > 64 && rooms * 4 < m_set.bucket_count()) {
       Set smaller;
       smaller.reserve(rooms);

@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "ReliableUDP/Detail/ShrinkCapacity.h"
 
 namespace timerwheel::rudp::detail {
 
@@ -97,7 +98,7 @@ class SlotTable {
       ++removed;
     }
     if (removed == 0) return;
-    if (m_slots.capacity() > 2 * m_slots.size() + 64) m_slots.shrink_to_fit();
+    if (m_slots.capacity() > 2 * m_slots.size() + 64) ShrinkCapacity(m_slots);
     // An upper bound: a slot whose allocation's caller failed before using it has no entry.
     m_stale += removed;
     if (2 * m_stale < m_free.size()) return;
@@ -107,19 +108,9 @@ class SlotTable {
                                 [size](std::uint32_t index) { return index >= size; }),
                  m_free.end());
     m_stale = 0;
-    // Smaller, but with room still for a Release of every slot in use; a rebuild that runs out
-    // of memory leaves the list as it was.
+    // Smaller, but with room still for a Release of every slot in use.
     const std::size_t room = m_free.size() + m_inUse;
-    if (m_free.capacity() > 2 * room + 64) {
-      try {
-        std::vector<std::uint32_t> smaller;
-        smaller.reserve(room);
-        smaller.assign(m_free.begin(), m_free.end());
-        m_free.swap(smaller);
-      } catch (const std::bad_alloc&) {
-        return;
-      }
-    }
+    if (m_free.capacity() > 2 * room + 64) ShrinkCapacity(m_free, room);
   }
 
   // The free list's length, stale entries included: at most twice the free slots after a cut.

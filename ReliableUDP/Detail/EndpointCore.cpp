@@ -719,6 +719,7 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
   sizes.handshakes = m_byHandshake.size();
   sizes.handshakeExpiries = m_handshakeExpiries.size() - m_handshakeExpiryHead;
   sizes.retiredHandshakes = m_retiredHandshakes.Size();
+  sizes.retiredHandshakeRooms = m_retiredHandshakes.Reserved();
   sizes.acceptQueue = m_acceptQueue.size();
   sizes.resetTokens = m_byResetToken.size();
   sizes.admissionAddresses = m_admission.TrackedAddresses();

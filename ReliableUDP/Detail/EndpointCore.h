@@ -112,9 +112,10 @@ class EndpointCore final : public ITimer {
     std::size_t slots = 0;          // connection table, including free slots
     std::size_t connectionIds = 0;  // by connection ID
     std::size_t connectionIdBuckets = 0;
-    std::size_t handshakes = 0;         // handshakes whose cookie could still be replayed
-    std::size_t handshakeExpiries = 0;  // their expiry list, dead entries included
-    std::size_t retiredHandshakes = 0;  // keyed handshakes ended while their cookie verifies
+    std::size_t handshakes = 0;             // handshakes whose cookie could still be replayed
+    std::size_t handshakeExpiries = 0;      // their expiry list, dead entries included
+    std::size_t retiredHandshakes = 0;      // keyed handshakes ended while their cookie verifies
+    std::size_t retiredHandshakeRooms = 0;  // reserved for keyed connections still listed
     std::size_t acceptQueue = 0;  // waiting for an accept, ended ones not yet dropped included
     std::size_t resetTokens = 0;
     std::size_t admissionAddresses = 0;

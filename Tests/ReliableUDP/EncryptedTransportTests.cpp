@@ -222,6 +222,39 @@ TEST_CASE("AES-256-GCM only where both ends allow it and have it, else ChaCha20-
   }
 }
 
+// An idle server fires no timers of its own (a keepalive's ACK goes at once), and its handshake
+// entries expire on its peers' datagrams: the by-handshake entry and its expiry and, for a keyed
+// connection, the room reserved at the accept for remembering its handshake, which is given back
+// (the connection will end with nothing to remember).
+TEST_CASE("an idle keyed connection's handshake entries go once its cookie can no longer verify",
+          "[rudp][crypto][encryption][memory]") {
+  SimulatedNetwork network(2012);
+  const auto key = rudp::MakeServerKeyPair();
+  Secured pair(network, key, key.publicKey);
+  REQUIRE(pair.serverSide);
+  auto tables = pair.server->Core().Tables();
+  CHECK(tables.handshakes == 1);
+  CHECK(tables.retiredHandshakeRooms == 1);
+  const auto timersFired = [&] {
+    const auto stats = pair.serverSide->GetStatistics();
+    std::uint64_t fired = 0;
+    for (const std::uint64_t count : stats.timerFired) fired += count;
+    return fired;
+  };
+  const auto firedBefore = timersFired();
+  network.RunFor(60 * kSecond);  // four keepalives; the cookie lifetime is 21 s
+  CHECK(timersFired() == firedBefore);
+  tables = pair.server->Core().Tables();
+  CHECK(tables.handshakes == 0);
+  CHECK(tables.handshakeExpiries == 0);
+  CHECK(tables.retiredHandshakeRooms == 0);
+  CHECK(pair.server->Statistics().connectionsOpen == 1);
+  // It still ends cleanly, with nothing to remember: its cookie no longer verifies.
+  pair.clientSide->Abort();
+  REQUIRE(network.RunFor(kSecond, [&] { return pair.server->Statistics().connectionsOpen == 0; }));
+  CHECK(pair.server->Core().Tables().retiredHandshakes == 0);
+}
+
 TEST_CASE(
     "a handshake replayed after its connection ended opens nothing while its cookie still "
     "verifies",

@@ -10,12 +10,27 @@
 
 namespace timerwheel::rudp::detail {
 
+namespace {
+
+// Capacity for `size` elements, grown geometrically: a burst of accepts costs amortised O(1) each
+// (a reserve of the exact size would copy the whole vector at every new peak).
+template <class Vector>
+void GrowFor(Vector& vector, std::size_t size) {
+  if (vector.capacity() < size) vector.reserve((std::max)(size, 2 * vector.capacity()));
+}
+
+}  // namespace
+
 void RetiredHandshakes::Reserve() {
   const std::size_t rooms = m_set.size() + m_spareNodes.size() + 1;
   // Each step either fails and changes nothing, or only grows a capacity.
-  m_spareNodes.reserve(m_spareNodes.size() + 1);
-  m_byExpiry.reserve(rooms);
-  m_set.reserve(rooms);
+  GrowFor(m_spareNodes, m_spareNodes.size() + 1);
+  GrowFor(m_byExpiry, rooms);
+  // Strictly under the load limit: libstdc++ may rehash an insert that reaches it exactly.
+  if (static_cast<double>(rooms) >=
+      static_cast<double>(m_set.max_load_factor()) * static_cast<double>(m_set.bucket_count())) {
+    m_set.reserve(2 * rooms);
+  }
   // A node of the set's own type: any value the set does not hold, inserted (no rehash: the
   // buckets are reserved) and taken straight out again.
   std::uint64_t placeholder = 0;
@@ -52,6 +67,7 @@ void RetiredHandshakes::Expire(Microseconds now) {
   // of memory leaves the larger container as it was.
   const std::size_t rooms = m_set.size() + m_spareNodes.size();
   if (m_byExpiry.capacity() > 4 * rooms + 64) ShrinkCapacity(m_byExpiry, rooms);
+  if (m_spareNodes.capacity() > 4 * m_spareNodes.size() + 64) ShrinkCapacity(m_spareNodes);
   try {
     if (m_set.bucket_count() > 64 && rooms * 4 < m_set.bucket_count()) {
       Set smaller;

@@ -249,3 +249,19 @@ TEST_CASE("a retired handshake goes into a room reserved at its accept, and allo
   retired.Expire(10000);
   CHECK(retired.Size() == 0);
 }
+
+// A burst of keyed accepts reserves a room each: the containers grow geometrically, so the
+// allocations are one node per room and a few growths, not a copy of everything at every peak.
+TEST_CASE("reserving rooms for a burst of accepts allocates a node each and grows geometrically",
+          "[rudp][handshake][replay]") {
+  RetiredHandshakes retired(1u << 20);
+  constexpr std::size_t kRooms = 20000;
+  std::size_t allocations = 0;
+  {
+    timerwheel::test::CountAllocations count;
+    for (std::size_t i = 0; i < kRooms; ++i) retired.Reserve();
+    allocations = count.Count();
+  }
+  CHECK(retired.Reserved() == kRooms);
+  CHECK(allocations <= kRooms + 3 * 64);  // the nodes, and each container's doublings
+}

@@ -159,6 +159,12 @@ TEST_CASE("1000 connections to one server socket exchange messages concurrently"
   serverOptions.shards = shards;
   rudp::EndpointOptions clientOptions;
   clientOptions.shards = shards;
+  // Tolerance: under Wine beside a CPU hog this run takes about 95 s, and once 1,196 of its 5,000
+  // receives failed (the count did not yet tell errors from wrong bytes; the likely cause is
+  // connections ending: overloaded sockets drop datagrams, probes back off, and an unacknowledged
+  // message may then outlast the 30 s idle timeout). The test is about concurrency, not overload,
+  // so the connections may stay quiet for as long as it waits.
+  serverOptions.idleTimeout = clientOptions.idleTimeout = 150'000;
   Endpoint server(io.Io(), kAnyLoopback, serverOptions);
   Endpoint client(io.Io(), kAnyLoopback, clientOptions);
   constexpr int kConnections = 1000;
@@ -216,7 +222,7 @@ TEST_CASE("1000 connections to one server socket exchange messages concurrently"
   }
   constexpr int kMessages = 5;
   std::atomic<int> echoed{0};
-  std::atomic<int> wrong{0};
+  std::atomic<int> failed{0}, wrong{0};  // receives that ended with an error; wrong bytes
   std::promise<void> allEchoed;
   struct Client : std::enable_shared_from_this<Client> {
     std::shared_ptr<Connection> connection;
@@ -230,7 +236,11 @@ TEST_CASE("1000 connections to one server socket exchange messages concurrently"
                             1 + (c->index * 37 + c->round * 1000) % 3000);
     c->connection->AsyncSend(boost::asio::buffer(c->out), [](boost::system::error_code) {});
     c->connection->AsyncReceive(c->in, [&, c](boost::system::error_code ec) {
-      if (ec || c->in != c->out) ++wrong;
+      if (ec) {
+        ++failed;
+      } else if (c->in != c->out) {
+        ++wrong;
+      }
       if (++c->round < kMessages) {
         sendRound(c);
       } else if (++echoed == kConnections) {
@@ -246,6 +256,7 @@ TEST_CASE("1000 connections to one server socket exchange messages concurrently"
   }
   for (auto& c : drivers) sendRound(c);
   REQUIRE(allEchoed.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  CHECK(failed == 0);
   CHECK(wrong == 0);
   client.Close();
   server.Close();

@@ -708,7 +708,7 @@ void EndpointCore::ShrinkTables() {
   m_byId.ShrinkIfSparse();
   ShrinkMapIfSparse(m_byHandshake);
   ShrinkMapIfSparse(m_byResetToken);
-  m_slots.ShrinkIfSparse(m_context.stats.connectionsOpen);
+  m_slots.ShrinkIfSparse();
 }
 
 EndpointCore::TableSizes EndpointCore::Tables() const {

@@ -6,26 +6,17 @@
 #include <new>
 #include <utility>
 
+#include "ReliableUDP/Detail/RoomForOne.h"
 #include "ReliableUDP/Detail/ShrinkCapacity.h"
 
 namespace timerwheel::rudp::detail {
 
-namespace {
-
-// Capacity for `size` elements, grown geometrically: a burst of accepts costs amortised O(1) each
-// (a reserve of the exact size would copy the whole vector at every new peak).
-template <class Vector>
-void GrowFor(Vector& vector, std::size_t size) {
-  if (vector.capacity() < size) vector.reserve((std::max)(size, 2 * vector.capacity()));
-}
-
-}  // namespace
-
 void RetiredHandshakes::Reserve() {
   const std::size_t rooms = m_set.size() + m_spareNodes.size() + 1;
-  // Each step either fails and changes nothing, or only grows a capacity.
-  GrowFor(m_spareNodes, m_spareNodes.size() + 1);
-  GrowFor(m_byExpiry, rooms);
+  // Each step either fails and changes nothing, or only grows a capacity (geometrically: a reserve
+  // of the exact size would copy the whole vector at every new peak of a burst of accepts).
+  MakeRoomForOne(m_spareNodes);
+  MakeRoomFor(m_byExpiry, rooms);
   // Strictly under the load limit: libstdc++ may rehash an insert that reaches it exactly.
   if (static_cast<double>(rooms) >=
       static_cast<double>(m_set.max_load_factor()) * static_cast<double>(m_set.bucket_count())) {

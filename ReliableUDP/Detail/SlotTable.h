@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ReliableUDP/Detail/RoomForOne.h"
 #include "ReliableUDP/Detail/ShrinkCapacity.h"
 
 namespace timerwheel::rudp::detail {
@@ -44,8 +45,7 @@ class SlotTable {
   std::uint32_t Allocate() {
     // The free list keeps room for every slot in use, so that Release, as a connection ends,
     // cannot fail (grown geometrically: amortised O(1)).
-    const std::size_t room = m_free.size() + m_inUse + 1;
-    if (m_free.capacity() < room) m_free.reserve((std::max)(room, 2 * m_free.capacity()));
+    MakeRoomFor(m_free, m_free.size() + m_inUse + 1);
     while (!m_free.empty()) {
       const std::uint32_t index = m_free.back();
       m_free.pop_back();
@@ -88,9 +88,9 @@ class SlotTable {
   }
 
   // Cuts the free slots off the table's end once it has more than 64 slots and more than four
-  // times `inUse`.
-  void ShrinkIfSparse(std::size_t inUse) {
-    if (m_slots.size() <= 64 || inUse * 4 >= m_slots.size()) return;
+  // times as many as are in use.
+  void ShrinkIfSparse() {
+    if (m_slots.size() <= 64 || m_inUse * 4 >= m_slots.size()) return;
     std::size_t removed = 0;
     while (!m_slots.empty() && !m_slots.back().InUse()) {
       m_generationFloor = (std::max)(m_generationFloor, m_slots.back().generation);

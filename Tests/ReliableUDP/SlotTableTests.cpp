@@ -41,7 +41,7 @@ class Owner {
     --inUse;
     table.Release(slot);
     const std::size_t size = table.Size();
-    table.ShrinkIfSparse(inUse);
+    table.ShrinkIfSparse();
     if (table.Size() != size) {
       // A cut: the free list holds at most twice the free slots.
       CHECK(table.FreeListEntries() <= 2 * (table.Size() - inUse));

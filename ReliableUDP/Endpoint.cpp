@@ -41,7 +41,9 @@
 // Allocation: every Asio operation the endpoint starts (the socket's waits and receives, the
 // posted completions and flushes) takes its memory from the endpoint's HandlerMemory, recycled
 // blocks behind a mutex of their own (taken by Asio after the others, or alone), so a warm
-// endpoint allocates nothing per datagram or per completion.
+// endpoint allocates nothing per datagram or per completion. The blocks for as many operations
+// as can be outstanding at once are made when the endpoint opens, so no operation fails for
+// memory: the flushes that end every engine call run in a destructor (LockedEngine::Call).
 #include "ReliableUDP/Endpoint.h"
 
 #include <algorithm>
@@ -188,6 +190,14 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       }
       m_receivers.push_back(std::move(receiver));
     }
+    // Memory for every operation the endpoint can have outstanding at once, so that none of them
+    // fails for memory later: a shard's flush and its wait for writability are started from the
+    // end of every engine call (LockedEngine::Call's destructor, which must not throw), and the
+    // run of its completions from the close. Each receiver has one read or wait outstanding;
+    // each shard at most one posted flush, one wait for writability, one run of its completions
+    // and one send of its queue (the unbatched path).
+    constexpr std::size_t kOperationsPerShard = 4;
+    m_handlerMemory.Reserve(m_receivers.size() + kOperationsPerShard * m_shards.size());
   }
 
   ~Impl() { Close(); }
@@ -387,7 +397,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
 
     // Hands the held datagrams to the socket; what it cannot take now waits for it to be
     // writable. With the shard's lock held.
-    void FlushLocked() {
+    // Does not throw: it ends every engine call (LockedEngine::Call's destructor). The wait's
+    // memory is reserved (Impl's constructor).
+    void FlushLocked() noexcept {
       if (!m_sendBatch || m_sendBatch->Empty() || m_waitingWritable || m_owner.m_closed) return;
       const udp::SendBatch::FlushResult result = m_sendBatch->Flush(m_owner.m_socket);
       auto& stats = m_engine->Core().Context().stats;
@@ -395,14 +407,16 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       if (!result.wouldBlock) return;
       ++stats.sendWouldBlock;
       std::lock_guard<std::mutex> lock(m_owner.m_socketMutex);
-      if (m_owner.m_closed) return;
-      // Marked waiting only once the wait is started (it may fail to get its memory, and the next
-      // flush must then try again); its handler takes the shard's lock, held here, so it cannot
-      // run before the mark.
+      // While the endpoint is destroyed (a failed construction) nothing holds it, and nothing
+      // waits: what is held is dropped with the socket.
+      std::shared_ptr<Impl> self = m_owner.weak_from_this().lock();
+      if (m_owner.m_closed || !self) return;
+      // Marked waiting once the wait is started; its handler takes the shard's lock, held here,
+      // so it cannot run before the mark.
       m_owner.m_socket.async_wait(
           Udp::socket::wait_write,
           WithMemory(m_owner.m_handlerMemory,
-                     [self = m_owner.shared_from_this(), this](const boost::system::error_code&) {
+                     [self = std::move(self), this](const boost::system::error_code&) {
                        const auto shardLock = m_engine->Lock();
                        m_waitingWritable = false;
                        FlushLocked();
@@ -460,20 +474,23 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       if (!m_sending) SendQueuedLocked();
     }
 
-    void Flush(BatchEnd end) override {
+    void Flush(BatchEnd end) noexcept override {
       if (m_owner.m_closed || !m_sendBatch || m_sendBatch->Empty()) return;
       if (end == BatchEnd::Call) return FlushLocked();
       // A timer expiry: the timer driver runs every due expiry in one handler, so a flush queued
       // behind it sends what all of them produced together (e.g. the delayed ACKs of many
-      // connections) without delaying any past the end of that dispatch.
+      // connections) without delaying any past the end of that dispatch. Its memory is reserved
+      // (Impl's constructor).
       if (m_flushQueued) return;
-      m_flushQueued = true;
-      boost::asio::post(m_owner.m_ioContext, WithMemory(m_owner.m_handlerMemory,
-                                                        [self = m_owner.shared_from_this(), this] {
-                                                          const auto lock = m_engine->Lock();
-                                                          m_flushQueued = false;
-                                                          FlushLocked();
-                                                        }));
+      std::shared_ptr<Impl> self = m_owner.weak_from_this().lock();
+      if (!self) return FlushLocked();  // the endpoint is being destroyed: no later flush
+      boost::asio::post(m_owner.m_ioContext,
+                        WithMemory(m_owner.m_handlerMemory, [self = std::move(self), this] {
+                          const auto lock = m_engine->Lock();
+                          m_flushQueued = false;
+                          FlushLocked();
+                        }));
+      m_flushQueued = true;  // after the post: its handler takes the shard's lock, held here
     }
 
     detail::Microseconds Now() const override { return TransportClock::Now(); }

@@ -1,10 +1,13 @@
 // Steady-state timer operations allocate nothing: counted with a replaced global operator new
 // (Support/AllocationCounter.cpp).
+#include <array>
 #include <catch2/catch.hpp>
+#include <new>
 #include <vector>
 
 #include "Support/AllocationCounter.h"
 #include "Support/QueueFixture.h"
+#include "TimerQueue/Detail/HandlerMemory.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -42,4 +45,41 @@ TEMPLATE_TEST_CASE("set, update, cancel, dispatch, create and destroy allocate n
   CHECK(allocations == 0);
   for (TimerHandle& handle : handles) f.queue->DestroyTimer(handle);
   f.RequireNoLeak();
+}
+
+TEST_CASE("HandlerMemory serves as many operations as it reserved for while the heap has none",
+          "[allocation][driver]") {
+  // What lets an endpoint start a flush or a wait from a destructor (rudp::Endpoint reserves
+  // one block per operation it can have outstanding). Fails without the reservation: the first
+  // operation then takes its block from the heap.
+  detail::HandlerMemory memory;
+  memory.Reserve(3);
+  std::array<void*, 3> blocks{};
+  {
+    FailNthAllocation heapExhausted(1);
+    for (void*& block : blocks) block = memory.Allocate(100);
+    CHECK_FALSE(heapExhausted.Failed());
+    CHECK_THROWS_AS(memory.Allocate(100), std::bad_alloc);  // a fourth needs the heap
+  }
+  for (void* block : blocks) memory.Deallocate(block, 100);
+  // The blocks are kept: the three are served again without the heap.
+  {
+    FailNthAllocation heapExhausted(1);
+    for (void*& block : blocks) block = memory.Allocate(detail::HandlerMemory::kBlockSize);
+    CHECK_FALSE(heapExhausted.Failed());
+  }
+  for (void* block : blocks) memory.Deallocate(block, detail::HandlerMemory::kBlockSize);
+}
+
+TEST_CASE("HandlerMemory's reservation that fails part way adds no block", "[allocation][driver]") {
+  detail::HandlerMemory memory;
+  {
+    FailNthAllocation third(3);
+    CHECK_THROWS_AS(memory.Reserve(4), std::bad_alloc);
+    CHECK(third.Failed());
+  }
+  // Nothing was added (and the two blocks made before the failure were freed: ASan's leak check),
+  // so the first operation goes to the heap.
+  FailNthAllocation heapExhausted(1);
+  CHECK_THROWS_AS(memory.Allocate(100), std::bad_alloc);
 }

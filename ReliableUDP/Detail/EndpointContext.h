@@ -46,8 +46,10 @@ class IEndpointIo {
   // after a timer expiry, once the other expiries of the same dispatch have run (TimerExpiry), so
   // that they batch too. The engine never calls it; whoever serialises calls into the engine
   // does, before releasing its lock (LockedEngine::Call). An I/O that sends at once ignores it.
+  // Must not throw (it runs in LockedEngine::Call's destructor): what it cannot send now waits
+  // for the next Flush.
   enum class BatchEnd { Call, TimerExpiry };
-  virtual void Flush(BatchEnd) {}
+  virtual void Flush(BatchEnd) noexcept {}
   // Transport time, microseconds, monotonic. Now() / 1000 is the timer queue's tick count at the
   // same instant, so a timer armed for ceil(deadline / 1000) - Now() / 1000 ms never fires before
   // `deadline`.

@@ -31,12 +31,28 @@ class HandlerMemory {
   HandlerMemory() = default;
   HandlerMemory(const HandlerMemory&) = delete;
   HandlerMemory& operator=(const HandlerMemory&) = delete;
-  ~HandlerMemory() {
-    while (m_free != nullptr) {
-      FreeBlock* next = m_free->next;
-      ::operator delete(m_free);
-      m_free = next;
+  ~HandlerMemory() { FreeChain(m_free); }
+
+  // Adds `blocks` blocks to the free list at once, all or none (std::bad_alloc). An owner whose
+  // operations must not fail for memory (those started from a destructor or a noexcept path)
+  // reserves as many as it can ever have outstanding at once: since blocks are kept, no later
+  // Allocate of a block-sized operation then reaches the heap.
+  void Reserve(std::size_t blocks) {
+    FreeBlock* chain = nullptr;
+    FreeBlock* last = nullptr;  // the chain's end: its first block
+    try {
+      for (std::size_t i = 0; i < blocks; ++i) {
+        chain = ::new (::operator new(kBlockSize)) FreeBlock{chain};
+        if (last == nullptr) last = chain;
+      }
+    } catch (...) {
+      FreeChain(chain);
+      throw;
     }
+    if (last == nullptr) return;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    last->next = m_free;
+    m_free = chain;
   }
 
   void* Allocate(std::size_t size) {
@@ -65,6 +81,14 @@ class HandlerMemory {
   struct FreeBlock {
     FreeBlock* next;
   };
+
+  static void FreeChain(FreeBlock* block) noexcept {
+    while (block != nullptr) {
+      FreeBlock* next = block->next;
+      ::operator delete(block);
+      block = next;
+    }
+  }
 
   std::mutex m_mutex;  // guards m_free
   FreeBlock* m_free = nullptr;

@@ -193,11 +193,13 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     // Memory for every operation the endpoint can have outstanding at once, so that none of them
     // fails for memory later: a shard's flush and its wait for writability are started from the
     // end of every engine call (LockedEngine::Call's destructor, which must not throw), and the
-    // run of its completions from the close. Each receiver has one read or wait outstanding;
-    // each shard at most one posted flush, one wait for writability, one run of its completions
-    // and one send of its queue (the unbatched path).
-    constexpr std::size_t kOperationsPerShard = 4;
-    m_handlerMemory.Reserve(m_receivers.size() + kOperationsPerShard * m_shards.size());
+    // run of its completions from the close. One read or wait of the socket is outstanding at a
+    // time (m_reading); each shard has at most one run of its completions, and on the batched
+    // path one posted flush and one wait for writability, or on the other one send of its queue.
+    // (Asio frees an operation's memory before its handler runs, so the next of a kind reuses
+    // the block.)
+    constexpr std::size_t kOperationsPerShard = 3;
+    m_handlerMemory.Reserve(1 + kOperationsPerShard * m_shards.size());
   }
 
   ~Impl() { Close(); }

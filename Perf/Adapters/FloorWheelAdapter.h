@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "BenchmarkClock.h"
+#include "TimerQueue/Core/TimerPool.h"  // TIMERWHEEL_ALWAYS_INLINE
 #include "TimerQueue/ITimer.h"
 
 namespace timerwheel::perf {
@@ -101,10 +102,10 @@ class FloorAdapter final : public ITimer {
     m_events.back().userData = m_events.size() - 1;
     return m_events.size() - 1;
   }
-  void Arm(std::size_t timer, Milliseconds timeout) {
+  TIMERWHEEL_ALWAYS_INLINE void Arm(std::size_t timer, Milliseconds timeout) {
     m_wheel->Schedule(m_events[timer], BenchmarkClock::Now(), timeout);
   }
-  void Cancel(std::size_t timer) { m_wheel->Cancel(m_events[timer]); }
+  TIMERWHEEL_ALWAYS_INLINE void Cancel(std::size_t timer) { m_wheel->Cancel(m_events[timer]); }
   std::size_t RunDue() { return m_wheel->Advance(BenchmarkClock::Now()); }
 
   void OnTimer(UserData timer) override { m_log.Record(timer); }

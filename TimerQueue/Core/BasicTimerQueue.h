@@ -32,7 +32,9 @@ namespace timerwheel::detail {
 //   void AdvanceTo(Ticks now) noexcept;          // catch up with the clock; before (Re)Schedule
 //   bool Schedule(std::uint32_t id, Ticks deadline) noexcept;    // id not scheduled
 //   bool Reschedule(std::uint32_t id, Ticks deadline) noexcept;  // id scheduled
-//   (deadline computed from a reading `now` the scheduler has been advanced to)
+//   (deadline computed from a reading `now` the scheduler has been advanced to: now + timeout
+//   + the clock's lag bound, or now + timeout where the scheduler adds the lag bound itself)
+//   static constexpr bool kAddsLagBound;                // which of the two (DeadlineFor)
 //   std::size_t Unschedule(std::uint32_t id) noexcept;          // id scheduled
 //   (Schedule and Reschedule return whether they left an entry out of order, which Settle()
 //   must put right before any other call; Unschedule returns the position of such an entry, or
@@ -92,8 +94,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   // itself: m_plainSetLimit is the pool's size for such a queue and 0 for every other, so any
   // other queue, and a handle that is not live, go to SetTimerInGeneral (which throws for the
   // latter).
-  bool SetTimer(TimerHandle handle, ITimer& timer, Milliseconds timeout, UserData userData,
-                SetIf setIf = SetIf::Always) override {
+  TIMERWHEEL_INLINE_FOR_DIRECT_CALLS bool SetTimer(TimerHandle handle, ITimer& timer,
+                                                   Milliseconds timeout, UserData userData,
+                                                   SetIf setIf = SetIf::Always) override {
     std::uint32_t id;
     if (!Pool().FindBelow(m_plainSetLimit, handle, id))
       return SetTimerInGeneral(handle, timer, timeout, userData, setIf);
@@ -131,7 +134,7 @@ class BasicTimerQueue : public IManageTimerQueue {
   // so it is left as it was rather than cleared (a cancel then costs no cold-line access). In a
   // queue without a monitor (m_plainCancelLimit: the pool's size, else 0), a live handle takes a
   // path with no monitor test; the rest go to CancelTimerInGeneral.
-  bool CancelTimer(TimerHandle handle) override {
+  TIMERWHEEL_INLINE_FOR_DIRECT_CALLS bool CancelTimer(TimerHandle handle) override {
     std::uint32_t id;
     if (!Pool().FindBelow(m_plainCancelLimit, handle, id)) return CancelTimerInGeneral(handle);
     if (!m_scheduler.IsScheduled(id)) return false;
@@ -430,9 +433,15 @@ class BasicTimerQueue : public IManageTimerQueue {
   // Every deadline is computed here: the instant from which a timer set at `now` with `timeout`
   // may fire. It adds the provider's lag bound L (ITickProvider::ReadingLagBound): the true instant
   // of the set is before now + L, so the timer never fires before `timeout` has passed in real
-  // time.
+  // time. A scheduler that adds L itself (Scheduler::kAddsLagBound: the wheel folds it into the
+  // base it computes slots from, an add fewer per set) is given now + timeout; the deadlines the
+  // queue compares (UpdateTimer's) are then all in those terms, which orders them the same.
   Ticks DeadlineFor(Ticks now, Milliseconds timeout) const noexcept {
-    return now + timeout + m_deadlineMargin;
+    if constexpr (Scheduler::kAddsLagBound) {
+      return now + timeout;
+    } else {
+      return now + timeout + m_deadlineMargin;
+    }
   }
 
   void CheckTimeout(Milliseconds timeout) const {

@@ -28,6 +28,8 @@ class HeapScheduler {
     std::uint32_t heapIndex = kNoIndex;
   };
 
+  static constexpr bool kAddsLagBound = false;  // deadlines come with it (exact, as they fire)
+
   HeapScheduler() = default;
 
   TimerPool<Node>& Pool() noexcept { return m_pool; }

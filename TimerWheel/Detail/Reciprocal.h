@@ -27,18 +27,21 @@ class Reciprocal {
       : m_multiplier(~std::uint64_t{0} / divisor), m_divisor(divisor) {}
 
   std::uint32_t DivideRoundingUp(std::uint32_t n) const noexcept {
-    return DivideSuccessor(std::uint64_t{n} + m_divisor);  // (n + d - 1) + 1
+    return static_cast<std::uint32_t>(
+        DivideSuccessor(std::uint64_t{n} + m_divisor));  // (n + d - 1) + 1
   }
 
   // floor((successor - 1) / d) for 1 <= successor <= 2^32: ceil(n / d) is this of n + d, and a
-  // caller that has n + d at hand (the wheel: deadline - (cursor start - g)) saves the add.
-  std::uint32_t DivideSuccessor(std::uint64_t successor) const noexcept {
+  // caller that has n + d at hand (the wheel: deadline - (cursor start - g)) saves the add. The
+  // quotient is below 2^32, but returned in 64 bits: it is the multiply's high half as it comes,
+  // and a caller adding it to a 64-bit slot number then needs no zero-extending move.
+  std::uint64_t DivideSuccessor(std::uint64_t successor) const noexcept {
 #if defined(__SIZEOF_INT128__)
-    return static_cast<std::uint32_t>((static_cast<Uint128>(m_multiplier) * successor) >> 64);
+    return static_cast<std::uint64_t>((static_cast<Uint128>(m_multiplier) * successor) >> 64);
 #elif defined(_MSC_VER) && !defined(__clang__) && defined(_M_X64)
-    return static_cast<std::uint32_t>(__umulh(m_multiplier, successor));
+    return __umulh(m_multiplier, successor);
 #else
-    return static_cast<std::uint32_t>((successor - 1) / m_divisor);
+    return (successor - 1) / m_divisor;
 #endif
   }
 

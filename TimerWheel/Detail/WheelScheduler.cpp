@@ -21,7 +21,7 @@ void WheelScheduler::CheckInvariants() const {
              std::to_string(node.prev) + ", expected " + std::to_string(listId) + " and " +
              std::to_string(previous));
       }
-      const Ticks deadline = m_pool[id].deadline;
+      const Ticks deadline = m_pool[id].deadline + m_deadlineMargin;  // the record's has no L
       checkSlot(id, (deadline + m_granularity - 1) / m_granularity);
       previous = id;
       ++count;
@@ -57,7 +57,7 @@ void WheelScheduler::CheckInvariants() const {
          " expired, but m_size " + std::to_string(m_size));
   }
   if (m_earliestBound <= m_cursor) Fail("the earliest-slot bound is not after the cursor");
-  if (m_slotBefore + m_granularity != m_cursor * m_granularity ||
+  if (m_slotBefore + m_deadlineMargin + m_granularity != m_cursor * m_granularity ||
       m_nextAdvanceAt != m_cursor * m_granularity + m_granularity)
     Fail("the slot before the cursor or the next advance time is stale");
 }

@@ -51,8 +51,11 @@ class WheelScheduler {
   // The largest ring this accepts: 2^24 slots (128 MiB of list heads).
   static constexpr std::size_t kMaximumSlots = std::size_t{1} << 24;
 
-  // `deadlineMargin` is what the queue adds to every deadline (the clock's ReadingLagBound): a
-  // deadline is at most M + margin after the reading it was computed from, and the ring covers it.
+  // The queue passes now + timeout; the wheel adds the lag bound in m_slotBefore (SlotOf).
+  static constexpr bool kAddsLagBound = true;
+
+  // `deadlineMargin` is the clock's ReadingLagBound L, added to every deadline: a timer may fire
+  // from now + timeout + L on, at most M + L after the reading, and the ring covers that.
   WheelScheduler(Milliseconds maximumTimeout, Milliseconds granularity, Ticks deadlineMargin,
                  Ticks now)
       : m_granularity(CheckGranularity(granularity)),
@@ -62,8 +65,9 @@ class WheelScheduler {
         m_occupied(m_slots.size() - 1),
         m_expiredList(static_cast<std::uint32_t>(m_slots.size() - 1)),
         m_perSlot(granularity),
+        m_deadlineMargin(deadlineMargin),
         m_cursor(now / granularity),
-        m_slotBefore(m_cursor * granularity - granularity),
+        m_slotBefore(m_cursor * granularity - granularity - deadlineMargin),
         m_nextAdvanceAt(m_cursor * granularity + granularity),
         m_earliestBound(m_cursor + 1) {}
 
@@ -199,14 +203,14 @@ class WheelScheduler {
     return size;
   }
 
-  // The absolute slot of an exact deadline: ceil(deadline / g), computed from the cursor so the
-  // division is 32-bit. Needs the cursor advanced to `now` <= deadline: then deadline >= cursor *
-  // g, and offset = deadline - cursor * g < M + margin + g, so offset + g fits in 32 bits
-  // (CheckMaximum) and the slot is at most ceil((M + margin) / g) + 1 ahead of the cursor: inside
-  // the ring. offset + g is deadline - m_slotBefore (modulo 2^64, exact since it is below 2^32),
-  // what the reciprocal takes for ceil(offset / g).
-  Ticks SlotOf(Ticks deadline) const noexcept {
-    return m_cursor + m_perSlot.DivideSuccessor(deadline - m_slotBefore);
+  // The absolute slot of a timer due at `due` (now + timeout: the queue's deadline without the
+  // lag bound L): ceil((due + L) / g), computed from the cursor so the division is 32-bit. Needs
+  // the cursor advanced to `now` <= due: then due + L >= cursor * g, and offset = due + L -
+  // cursor * g < M + L + g, so offset + g fits in 32 bits (CheckMaximum) and the slot is at most
+  // ceil((M + L) / g) + 1 ahead of the cursor: inside the ring. offset + g is due - m_slotBefore
+  // (modulo 2^64, exact since it is below 2^32), what the reciprocal takes for ceil(offset / g).
+  Ticks SlotOf(Ticks due) const noexcept {
+    return m_cursor + m_perSlot.DivideSuccessor(due - m_slotBefore);
   }
 
   List& Expired() noexcept { return m_slots[m_expiredList]; }
@@ -254,7 +258,7 @@ class WheelScheduler {
     }
     m_cursor = newCursor;
     m_nextAdvanceAt = newCursor * m_granularity + m_granularity;
-    m_slotBefore = m_nextAdvanceAt - 2 * Ticks{m_granularity};
+    m_slotBefore = m_nextAdvanceAt - 2 * Ticks{m_granularity} - m_deadlineMargin;
     if (m_earliestBound <= newCursor) m_earliestBound = newCursor + 1;
   }
 
@@ -322,8 +326,9 @@ class WheelScheduler {
   SlotBitmap m_occupied;              // m_slots[i] non-empty => bit i set (cleared lazily)
   const std::uint32_t m_expiredList;  // N: the index of the expired list in m_slots
   const Reciprocal m_perSlot;         // division by g
+  const Ticks m_deadlineMargin;       // L: the clock's lag bound, added to every due time
   Ticks m_cursor;      // absolute slot number: every slot <= it has been moved to the expired list
-  Ticks m_slotBefore;  // (m_cursor - 1) * g, modulo 2^64 (wraps while the cursor is 0)
+  Ticks m_slotBefore;  // (m_cursor - 1) * g - L, modulo 2^64 (wraps while the cursor is small)
   Ticks m_nextAdvanceAt;   // (m_cursor + 1) * g: the instant the next slot becomes due
   std::size_t m_size = 0;  // scheduled timers: in slots + expired
   // No slot before this absolute slot number is occupied, and it is after the cursor. A bound,

@@ -67,6 +67,9 @@ struct ConnectionStatistics {
   // Sent-packet records looked at by ACK processing and loss detection, in total: what ACK
   // frames cost this side (bounded per frame by its ranges and what it newly acknowledges).
   std::uint64_t ackRecordsVisited = 0;
+  // Records the sent-packet log has room for (88 bytes each): what a busy spell grew it to (one
+  // per packet in flight or held for loss detection), until a quiet moment gives it back.
+  std::uint64_t sentPacketRecordRoom = 0;
   // The model-based controller's estimates at the last ACK (0 for the other controllers).
   std::uint64_t bandwidthEstimate = 0;  // bytes per second
   std::uint64_t modelMinRttMicroseconds = 0;

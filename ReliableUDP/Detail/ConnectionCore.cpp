@@ -200,6 +200,15 @@ void ConnectionCore::OnCookie(const PacketHeader& header, Microseconds now) {
     return;
   }
   Cold& cold = MakeCold();
+  // One Cookie per connect, as RFC 9000 (17.2.5.2) allows a client one Retry per attempt. A
+  // Cookie carries no proof of the server (it needs no key), so answering each would send the
+  // server 1,200 bytes for every 37-byte datagram anyone on the path sends from its address,
+  // and a forged one after the real one would replace it, and with it the connect. The server
+  // only sends another to a repeat of our Hello, for which the first one does as well.
+  if (cold.haveCookie) {
+    ++m_context.stats.droppedUnexpected;
+    return;
+  }
   cold.cookie = header.cookie;
   cold.haveCookie = true;
   cold.handshakeAttempts = 0;
@@ -543,10 +552,13 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     m_acks.RequestImmediateAck();
     // The peer's keepalive, with nothing of ours in flight: the quiet moment of a side that
     // only answers keepalives (its own keepalive never expires, so OnDeadlineTimer's release
-    // never comes). Only the received ranges: the rest of its state does not grow while idle,
-    // and this runs once a round on every idle connection.
+    // never comes). The received ranges, and the sent-packet log, which a busy spell before
+    // the quiet one may have grown (both a compare when there is nothing to give back): the
+    // rest of its state does not grow while idle, and this runs once a round on every idle
+    // connection.
     if (m_phase == Phase::Established && !m_loss.HasAckElicitingInFlight()) {
       m_acks.ReleaseIdleMemory();
+      m_loss.ReleaseIdleMemory();
     }
   }
   if (summary.ackEliciting && (m_phase == Phase::Established || m_phase == Phase::Closing)) {
@@ -1270,6 +1282,7 @@ void ConnectionCore::ReleaseIdleMemory() {
   // connection quiet for a keepalive interval gives back what it no longer uses.
   m_pendingReceives.ReleaseMemoryIfEmpty();
   m_acks.ReleaseIdleMemory();
+  m_loss.ReleaseIdleMemory();
   if (m_sending) {
     m_sending->pending.ReleaseMemoryIfEmpty();
     m_sending->buffer.ReleaseIdleMemory();
@@ -1403,6 +1416,7 @@ ConnectionStatistics ConnectionCore::GetStatistics() const {
   }
   if (m_cold) stats.duplicatePacketsReceived = m_cold->duplicatePacketsReceived;
   stats.ackRecordsVisited = m_loss.RecordsVisited();
+  stats.sentPacketRecordRoom = m_loss.RecordCapacity();
   stats.encrypted = m_keys != nullptr;
   stats.aes256Gcm = m_keys != nullptr && m_keys->Algorithm() == AeadAlgorithm::Aes256Gcm;
   stats.keyUpdates = KeyPhase();

@@ -146,6 +146,10 @@ class LossRecovery {
   bool HasController() const noexcept { return m_congestion != nullptr; }
   // Sent packets still remembered (outstanding, or acked/lost but not yet forgotten): diagnostics.
   std::size_t RecordCount() const noexcept { return m_log.Count(); }
+  // Records the sent-packet log has room for without growing: diagnostics and tests.
+  std::size_t RecordCapacity() const noexcept { return m_log.Capacity(); }
+  // At a quiet moment: the sent-packet log gives back the room a busy spell grew it to.
+  void ReleaseIdleMemory() noexcept { m_log.ReleaseIdleMemory(); }
   // Sent-packet records looked at so far by ACK processing and loss detection: the cost of ACKs.
   std::uint64_t RecordsVisited() const noexcept { return m_log.RecordsVisited(); }
 

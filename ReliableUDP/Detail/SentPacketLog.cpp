@@ -2,6 +2,7 @@
 #include "ReliableUDP/Detail/SentPacketLog.h"
 
 #include <algorithm>
+#include <new>
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -101,6 +102,22 @@ void SentPacketLog::AdvanceHints(PacketNumber nextPacketNumber) noexcept {
   m_firstOutstanding = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
   i = NextNotAcked(LowerBound(m_firstUnacked));
   m_firstUnacked = i < m_count ? At(i).packet.packetNumber : nextPacketNumber;
+}
+
+void SentPacketLog::ReleaseIdleMemory() noexcept {
+  std::size_t capacity = kInitialCapacity;
+  while (capacity < m_count) capacity *= 2;
+  if (m_ring.size() <= capacity) return;
+  std::vector<Record> smaller;
+  try {
+    smaller.resize(capacity);
+  } catch (const std::bad_alloc&) {
+    return;  // the larger ring stays: nothing lost, and the next quiet moment tries again
+  }
+  // Unrolled as the growth does: index 0 is the oldest record again. Links are by sequence number.
+  for (std::size_t i = 0; i < m_count; ++i) smaller[i] = At(i);
+  m_ring.swap(smaller);
+  m_head = 0;
 }
 
 void SentPacketLog::Clear(PacketNumber nextPacketNumber) noexcept {

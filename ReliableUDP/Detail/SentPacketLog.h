@@ -47,8 +47,10 @@ struct SentPacket {
 // halving), so NextNotAcked skips any run of Acked records in amortised near-constant time.
 //
 // Not thread-safe. Complexity: Push amortised O(1) (the ring starts with one record, enough for an
-// idle connection's keepalive, doubles, and keeps its capacity, so a warm connection allocates
-// nothing); LowerBound O(log n); NextNotAcked and MarkAcked amortised
+// idle connection's keepalive, doubles, and keeps its capacity while the connection is busy, so a
+// warm connection allocates nothing; ReleaseIdleMemory gives it back at a quiet moment, or a
+// connection that once had thousands of packets in flight would keep 88 bytes for each of them
+// for as long as it lives); LowerBound O(log n); NextNotAcked and MarkAcked amortised
 // O(log n) at worst, near O(1) in practice. RecordsVisited() counts the records these touch.
 class SentPacketLog {
  public:
@@ -97,6 +99,10 @@ class SentPacketLog {
   void TrimFront(Microseconds now, Microseconds keepLost) noexcept;
   // Forgets everything (the connection closed); capacity is kept.
   void Clear(PacketNumber nextPacketNumber) noexcept;
+  // At a quiet moment: shrinks the ring to the smallest that holds its records (one record, for
+  // an idle connection's keepalive), or leaves it as it is if the smaller ring cannot be made.
+  void ReleaseIdleMemory() noexcept;
+  std::size_t Capacity() const noexcept { return m_ring.size(); }
 
  private:
   void PopFront() noexcept;

@@ -9,6 +9,7 @@
 
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
+#include "ReliableUDP/Support/HandshakeDatagrams.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
@@ -346,4 +347,60 @@ TEST_CASE("a spoofed handshake flood creates no state and a real client still co
   CHECK(server.Core().Context().pool.ChunksAllocated() <= 1);
   // The flood cost replies, never state: tiny replies, nothing kept.
   CHECK(stats.bytesSent * 20 < stats.bytesReceived);
+}
+
+// A Cookie needs no key, so anyone who has seen a client's Hello can send it Cookies from the
+// server's address. Each one answered would draw a 1,200-byte HelloWithCookie (32x its 37 bytes,
+// without end), and a forged one after the real one would replace the client's cookie, so that the
+// server dropped every later HelloWithCookie and the connect timed out. The client keeps the first
+// (RFC 9000 allows one Retry per connect attempt) and drops the rest, counted.
+TEST_CASE(
+    "a connecting client answers one Cookie, and later ones neither draw replies nor "
+    "replace it",
+    "[rudp][sim][hostile][handshake]") {
+  SimulatedNetwork network(131);
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  SimulatedHost& server = network.AddHost(9000, options);
+  SimulatedHost& client = network.AddHost(9001);
+  std::shared_ptr<Connection> accepted, connected;
+  server.Accept([&](boost::system::error_code, std::shared_ptr<Connection> c) { accepted = c; });
+
+  // The server's first Cookie is held back, so that the forgeries can arrive after the real one
+  // and before the client's HelloWithCookie reaches the server.
+  bool holdServerReplies = true;
+  std::vector<std::vector<std::uint8_t>> held;
+  ConnectionId clientId = 0;
+  std::size_t hellosWithCookie = 0;
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint& to,
+                    const std::vector<std::uint8_t>& datagram) {
+    DecodedPacket packet;
+    if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok) return;
+    if (to == server.Address() && packet.header.type == PacketType::Hello) {
+      clientId = packet.header.source;
+    }
+    if (to == server.Address() && packet.header.type == PacketType::HelloWithCookie) {
+      ++hellosWithCookie;
+    }
+    if (from == server.Address() && holdServerReplies) held.push_back(datagram);
+  };
+  network.Link(server.Address(), client.Address()).loss = 1.0;  // the tap still sees them
+  client.Connect(server.Address(),
+                 [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                   if (!ec) connected = c;
+                 });
+  REQUIRE(network.RunFor(100'000, [&] { return !held.empty(); }));
+  REQUIRE(clientId != 0);
+  network.Link(server.Address(), client.Address()).loss = 0.0;
+  holdServerReplies = false;
+
+  client.Deliver(server.Address(), held.front());  // the real Cookie: one HelloWithCookie
+  std::array<std::uint8_t, kCookieSize> forged{};
+  forged.fill(0xAB);
+  const std::uint64_t droppedBefore = client.Statistics().droppedUnexpected;
+  for (int i = 0; i < 1000; ++i) client.Deliver(server.Address(), CookieDatagram(clientId, forged));
+  CHECK(client.Statistics().droppedUnexpected - droppedBefore == 1000);
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return connected && accepted; }));
+  CHECK(hellosWithCookie == 1);
+  CHECK(server.Statistics().droppedBadCookie == 0);
 }

@@ -107,6 +107,37 @@ TEST_CASE("SentPacketLog keeps its order as the ring wraps and grows",
   CHECK(log.FirstUnacked() == next);
 }
 
+TEST_CASE("SentPacketLog gives back its room at a quiet moment, keeping its records and links",
+          "[rudp][loss][sentpacketlog]") {
+  SentPacketLog log;
+  PacketNumber next = 0;
+  for (int i = 0; i < 100; ++i) log.Push(Sent(next++, 0));
+  REQUIRE(log.Capacity() == 128);
+  log.ReleaseIdleMemory();  // 100 records held: the ring is already the smallest that holds them
+  CHECK(log.Capacity() == 128);
+  // Settle all but the newest five, the head well into the ring; the middle two of those five are
+  // Acked (linked past themselves), the rest Outstanding.
+  for (std::size_t i = 0; i < 95; ++i) log.At(i).state = SentPacketLog::State::Acked;
+  log.TrimFront(0, 0);
+  REQUIRE(log.Count() == 5);
+  log.MarkAcked(1);
+  log.MarkAcked(2);
+  log.ReleaseIdleMemory();
+  CHECK(log.Capacity() == 8);
+  REQUIRE(log.Count() == 5);
+  for (std::size_t i = 0; i < log.Count(); ++i) CHECK(log.At(i).packet.packetNumber == 95 + i);
+  CHECK(log.NextNotAcked(1) == 3);  // the links, by sequence number, survive the move
+  CHECK(log.LowerBound(98) == 3);
+  for (std::size_t i = 0; i < log.Count(); ++i) log.At(i).state = SentPacketLog::State::Acked;
+  log.TrimFront(0, 0);
+  log.ReleaseIdleMemory();
+  CHECK(log.Capacity() == 1);  // an idle connection's: one keepalive in flight
+  log.Push(Sent(next++, 0));   // and it still works
+  log.Push(Sent(next++, 0));
+  CHECK(log.Count() == 2);
+  CHECK(log.At(1).packet.packetNumber == next - 1);
+}
+
 // --- RttEstimator -------------------------------------------------------------------------------
 
 TEST_CASE("RttEstimator before a sample uses the initial RTT and PTO", "[rudp][loss][rtt]") {

@@ -166,3 +166,55 @@ TEST_CASE("a pending receive adds only its place in the queue of receives", "[ru
   CHECK(with.Bytes() - without.Bytes() <= kMaxBytesPerPendingReceive);
   CHECK(with.Bytes() <= kMaxBytesPerConnection + kMaxBytesPerPendingReceive);
 }
+
+// The sent-packet log doubles to the packets a busy spell holds at once (88 bytes each) and keeps
+// that room while the connection is busy, so that its datagram path allocates nothing; a quiet
+// moment gives it back: the keepalive's expiry on the side that sends them, a keepalive PING
+// finding nothing of its own in flight on the side that answers. Kept for good, a server that
+// once sent a burst on each of 100,000 connections would hold that room on every one of them
+// (2,048 records, 180 KB, after a 2 MiB window's worth).
+TEST_CASE("a connection gives back the sent-packet log a burst grew at its next quiet moment",
+          "[rudp][sim][memory]") {
+  const bool serverSends = GENERATE(true, false);
+  CAPTURE(serverSends);
+  SimulatedNetwork network(23);
+  rudp::EndpointOptions serverOptions;
+  serverOptions.acceptIncoming = true;
+  SimulatedHost& serverHost = network.AddHost(9000, serverOptions);
+  SimulatedHost& clientHost = network.AddHost(9001, rudp::EndpointOptions{});
+  std::shared_ptr<rudp::Connection> server, client;
+  serverHost.Accept([&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+    if (!ec) server = std::move(c);
+  });
+  clientHost.Connect(serverHost.Address(),
+                     [&](boost::system::error_code ec, std::shared_ptr<rudp::Connection> c) {
+                       if (!ec) client = std::move(c);
+                     });
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return server && client; }));
+  rudp::Connection& sender = serverSends ? *server : *client;
+  rudp::Connection& receiver = serverSends ? *client : *server;
+
+  // 200 messages of 1 KB at once: about as many packets in flight as the window lets out.
+  constexpr std::size_t kMessages = 200;
+  const std::vector<std::uint8_t> payload(1024, 0x5a);
+  std::vector<std::vector<std::uint8_t>> received(kMessages);
+  std::size_t sent = 0, arrived = 0;
+  for (std::size_t i = 0; i < kMessages; ++i) {
+    sender.AsyncSend(boost::asio::buffer(payload), [&](boost::system::error_code ec) {
+      if (!ec) ++sent;
+    });
+    receiver.AsyncReceive(received[i], [&](boost::system::error_code ec) {
+      if (!ec) ++arrived;
+    });
+  }
+  REQUIRE(network.RunFor(10 * kSecond, [&] { return sent == kMessages && arrived == kMessages; }));
+  const std::uint64_t busyRoom = sender.GetStatistics().sentPacketRecordRoom;
+  INFO("sent-packet records held in room after the burst: " << busyRoom);
+  CHECK(busyRoom >= 64);
+
+  // Idle past a keepalive interval (15 s): each side's quiet moment has come at least once.
+  network.RunFor(40 * kSecond);
+  CHECK(sender.GetStatistics().sentPacketRecordRoom <= 2);
+  CHECK(receiver.GetStatistics().sentPacketRecordRoom <= 2);
+  CHECK(serverHost.Statistics().connectionsOpen == 1);
+}

@@ -30,6 +30,17 @@ inline std::vector<std::uint8_t> HelloDatagram(rudp::detail::ConnectionId client
   return datagram;
 }
 
+// A server's Cookie for client ID `clientId` (or anyone's who sends it from the server's address).
+inline std::vector<std::uint8_t> CookieDatagram(
+    rudp::detail::ConnectionId clientId,
+    const std::array<std::uint8_t, rudp::detail::kCookieSize>& cookie) {
+  std::vector<std::uint8_t> datagram(rudp::detail::kHelloSize);
+  rudp::detail::PacketWriter writer(datagram.data(), datagram.size());
+  writer.BeginCookie(clientId, cookie);
+  datagram.resize(writer.Finish());
+  return datagram;
+}
+
 // The plaintext HelloWithCookie answering `cookie` for client ID `clientId`.
 inline std::vector<std::uint8_t> HelloWithCookieDatagram(
     rudp::detail::ConnectionId clientId,

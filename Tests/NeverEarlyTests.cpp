@@ -1,6 +1,6 @@
 // No driver fires a timer before set time + timeout, measured with std::chrono::steady_clock at
-// sub-millisecond resolution, on the default system clock and on the coarse clock (under Wine in
-// the MinGW build).
+// sub-millisecond resolution, on the default system clock, the coarse clock and the 32-bit
+// wrapping counter through its adapter (under Wine in the MinGW build).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -12,6 +12,7 @@
 #include "Support/FunctionTimer.h"
 #include "TimerQueue/CountingTimerQueueMonitor.h"
 #include "TimerQueue/SystemTickProvider.h"
+#include "TimerQueue/WrappingTickAdapter.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -29,11 +30,14 @@ constexpr int kTimers = 40;
 
 TEMPLATE_TEST_CASE("no driver fires a timer before set time plus timeout by the steady clock",
                    "[driver][never-early][.][realtime]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
-  const bool coarse = GENERATE(false, true);
+  static const SystemWrappingTickSource wrappingSource;
+  static const WrappingTickAdapter wrapping(wrappingSource);
+  const int clock = GENERATE(0, 1, 2);
   const ITickProvider& ticks =
-      coarse ? static_cast<const ITickProvider&>(CoarseTickProvider::Instance())
-             : SystemTickProvider::Instance();
-  CAPTURE(coarse);
+      clock == 0   ? static_cast<const ITickProvider&>(SystemTickProvider::Instance())
+      : clock == 1 ? static_cast<const ITickProvider&>(CoarseTickProvider::Instance())
+                   : wrapping;
+  CAPTURE(clock == 0 ? "system" : clock == 1 ? "coarse" : "32-bit wrapping");
   CountingTimerQueueMonitor monitor;
   auto queue = TestType::QueueTraits::Make(ticks, &monitor);
   std::array<Clock::time_point, kTimers> setAt{};

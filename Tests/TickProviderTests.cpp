@@ -280,6 +280,36 @@ TEST_CASE("the wrap adapter stays monotonic when many threads read it during a w
   CHECK(ticks.GetTickCount() == start + kSteps);
 }
 
+// The adapter's readings lag as its source's do, so it must say so: with a bound of 0 a queue over
+// Windows' GetTickCount (one step per clock interrupt, 15.6 ms) could fire a timer up to a step
+// early, and over the steady clock floored to ms up to 1 ms early.
+TEST_CASE("the wrap adapter reports its source's lag bound, and the system source's is not 0",
+          "[ticks]") {
+  struct LaggingSource final : IWrappingTickSource {
+    std::uint32_t GetTickCount32() const override { return 1000; }
+    Ticks ReadingLagBound() const noexcept override { return 7; }
+  };
+  LaggingSource lagging;
+  CHECK(WrappingTickAdapter(lagging).ReadingLagBound() == 7);
+  ManualWrappingTickSource exact(5);
+  CHECK(WrappingTickAdapter(exact).ReadingLagBound() == 0);  // a counter that is the instant
+  const SystemWrappingTickSource system;
+  const WrappingTickAdapter systemTicks(system);
+#ifdef _WIN32
+  CHECK(systemTicks.ReadingLagBound() == CoarseTickProvider::Instance().ReadingLagBound());
+#else
+  CHECK(systemTicks.ReadingLagBound() == SystemTickProvider::Instance().ReadingLagBound());
+#endif
+  CHECK(systemTicks.ReadingLagBound() >= 1);
+  // And a queue over it adds the bound to its deadlines.
+  TimerQueue queue(TimerQueueOptions{}, systemTicks);
+  RecordingTimer timer(systemTicks);
+  const TimerHandle handle = queue.CreateTimer();
+  const Ticks before = systemTicks.GetTickCount();
+  queue.SetTimer(handle, timer, 100, 0);
+  CHECK(queue.GetNextExpiry() >= before + 100 + systemTicks.ReadingLagBound());
+}
+
 // A lag bound is a few ticks; one of 2^32 ms or more wrapped the deadline arithmetic (a 10 ms timer
 // fired after 4 ms at 2^64 - 6), so the queues refuse it.
 TEST_CASE("a queue refuses a clock whose lag bound would wrap its deadlines", "[ticks]") {

@@ -19,4 +19,6 @@ Ticks WrappingTickAdapter::GetTickCount() const {
   }
 }
 
+Ticks WrappingTickAdapter::ReadingLagBound() const noexcept { return m_source.ReadingLagBound(); }
+
 }  // namespace timerwheel

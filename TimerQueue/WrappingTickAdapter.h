@@ -12,14 +12,20 @@ namespace timerwheel {
 class IWrappingTickSource {
  public:
   virtual std::uint32_t GetTickCount32() const = 0;
+  // How far a reading may be behind the true instant, as ITickProvider::ReadingLagBound (which
+  // the adapter reports for it): 0 for a counter that is the instant itself (a test's), 1 for a
+  // clock floored to whole ms, more for one that advances in steps (GetTickCount).
+  virtual Ticks ReadingLagBound() const noexcept { return 0; }
   virtual ~IWrappingTickSource() = default;
 };
 
-// The OS's 32-bit counter: ::GetTickCount() on Windows, the low 32 bits of the steady clock
-// elsewhere.
+// The OS's 32-bit counter: ::GetTickCount() on Windows, which advances once per clock interrupt
+// (its lag bound is CoarseTickProvider's there, 18 ms), the low 32 bits of the steady clock
+// floored to ms elsewhere (lag bound 1).
 class SystemWrappingTickSource final : public IWrappingTickSource {
  public:
   std::uint32_t GetTickCount32() const override;
+  Ticks ReadingLagBound() const noexcept override;
 };
 
 // Adapts an IWrappingTickSource to ITickProvider by counting the wraps. The 64-bit result starts
@@ -37,6 +43,7 @@ class WrappingTickAdapter final : public ITickProvider {
   explicit WrappingTickAdapter(const IWrappingTickSource& source);
 
   Ticks GetTickCount() const override;
+  Ticks ReadingLagBound() const noexcept override;  // the source's
 
  private:
   const IWrappingTickSource& m_source;

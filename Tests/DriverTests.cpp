@@ -176,6 +176,7 @@ TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[.][rea
   TimerHandle handle = f.driver.CreateTimer();
   f.driver.SetTimer(handle, timer, 30'000, 0);
   f.driver.SetOneShotTimer(timer, 30'000, 0);
+  std::size_t oneShotsLeft = 1;  // never fired: freed with the queue
 
   SECTION("from another thread") { REQUIRE(f.harness.Shutdown(kGenerousWait)); }
   // milliseconds::max(), "as long as it takes", overflowed now + timeout: undefined behaviour,
@@ -194,12 +195,42 @@ TEMPLATE_TEST_CASE("shutdown is prompt and pending timers do not fire", "[.][rea
     REQUIRE(Ready(future));
     REQUIRE(f.harness.Shutdown(kGenerousWait));
   }
+  // The rest of the batch behind the callback that shuts down does not run, whatever the policy
+  // (under WithLockHeld the whole batch used to run under the lock; IocpTimerQueue ran up to
+  // callbacksPerPacket of it).
+  SECTION("from inside a callback, with more due behind it") {
+    std::promise<void> shutdownCalled;
+    FunctionTimer stopper([&](UserData) {
+      f.harness.BeginShutdown();
+      shutdownCalled.set_value();
+    });
+    f.driver.SetOneShotTimer(stopper, 1, 0);  // first: FIFO among equal deadlines and in a slot
+    for (int i = 0; i < 50; ++i) f.driver.SetOneShotTimer(timer, 1, 0);
+    oneShotsLeft += 50;
+    auto future = shutdownCalled.get_future();
+    REQUIRE(Ready(future));
+    REQUIRE(f.harness.Shutdown(kGenerousWait));
+  }
   CHECK(fired == 0);
   CHECK(f.driver.TimerIsSet(handle));  // still pending in the queue, never fired
   f.driver.DestroyTimer(handle);
-  CHECK(f.monitor.LiveTimers() == 1);  // the one-shot: freed with the queue
+  CHECK(f.monitor.LiveTimers() == oneShotsLeft);  // the one-shots: freed with the queue
   f.queue.reset();
   CHECK(f.monitor.LiveTimers() == 0);
+}
+
+// "After WaitForShutdownToComplete returns true no callback will run": so without a shutdown it
+// cannot return true. AsioTimerQueue's returned true at once whenever no dispatch was running.
+TEMPLATE_TEST_CASE("waiting for a shutdown that was not begun returns false, and timers still fire",
+                   "[.][realtime][driver]", TIMERWHEEL_ALL_DRIVER_TRAITS) {
+  DriverFixture<TestType> f;
+  std::promise<void> firedPromise;
+  FunctionTimer timer([&](UserData) { firedPromise.set_value(); });
+  f.driver.SetOneShotTimer(timer, 20, 0);
+  CHECK_FALSE(f.harness.WaitForShutdownToComplete(std::chrono::milliseconds(1)));
+  auto fired = firedPromise.get_future();
+  REQUIRE(Ready(fired));
+  f.ShutdownAndRequireNoLeak();
 }
 
 TEMPLATE_TEST_CASE("threads setting, cancelling and destroying shared timers lose no arming",

@@ -41,8 +41,10 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   }
 
   void BeginShutdown() noexcept {
+    // The flag before the lock: a dispatch under WithLockHeld holds it and polls the flag between
+    // callbacks, so this waits for the callback in hand, not the whole batch.
+    m_shutdown.store(true, std::memory_order_release);
     Lock lock(m_mutex);
-    m_shutdown = true;
     boost::system::error_code ignored;
     m_timer.cancel(ignored);
   }
@@ -53,6 +55,9 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
       throw std::logic_error(
           "AsioTimerQueue: WaitForShutdownToComplete called from a timer callback");
     }
+    // Without a shutdown, callbacks will run: "no callback will run" is not true (and a wait
+    // for it would end only by its timeout, as DispatchThread's does).
+    if (!m_shutdown.load(std::memory_order_acquire)) return false;
     const auto deadline = detail::WaitDeadline(timeout);
     if (!deadline) {
       m_idle.wait(lock, [this] { return !m_dispatching; });

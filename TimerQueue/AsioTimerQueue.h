@@ -37,7 +37,8 @@ using AsioTimerQueueOptions = LockingDriverOptions;
 // Errors: a callback that throws is reported to onCallbackError and dispatch carries on.
 // Shutdown: BeginShutdown cancels the steady_timer; timers still pending never fire (they stay in
 // the underlying queue). After WaitForShutdownToComplete returns true no callback is running or
-// will run. The destructor does both; destroy the driver before the io_context and the queue.
+// will run; before BeginShutdown it returns false at once. The destructor does both; destroy the
+// driver before the io_context and the queue.
 class AsioTimerQueue final : public detail::LockingTimerQueue<std::recursive_mutex> {
  public:
   AsioTimerQueue(boost::asio::io_context& ioContext, IManageTimerQueue& queue,

@@ -7,8 +7,8 @@ enum class DispatchPolicy {
   // Begin / Handle / End: callbacks run without the driver's lock, so other threads can set and
   // cancel timers (including the ones firing) while callbacks run. The default.
   WithoutLock,
-  // One HandleTimeouts() under the lock: simpler to reason about, but every other thread's set or
-  // cancel waits for the whole batch of callbacks.
+  // The whole dispatch (Begin, the callbacks, End) under the lock: simpler to reason about, but
+  // every other thread's set or cancel waits for the whole batch of callbacks.
   WithLockHeld,
 };
 

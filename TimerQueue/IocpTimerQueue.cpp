@@ -122,11 +122,15 @@ void IocpTimerQueue::RunBatch() noexcept {
   std::size_t handled = 0;
   bool exhausted = false;
   CallbackScope scope(*this);  // WaitForShutdownToComplete or destruction from a callback
+  // One callback at a time, so that a shutdown stops it after the one in hand (a call for the
+  // whole budget would run up to callbacksPerPacket of them first).
   while (!exhausted && handled < budget && !ShutdownRequested()) {
     try {
-      const std::size_t ran = m_queue.HandleTimeout(budget - handled);
-      handled += ran;
-      exhausted = handled < budget;
+      if (m_queue.HandleTimeout(1) == 0) {
+        exhausted = true;
+      } else {
+        ++handled;
+      }
     } catch (...) {
       ++handled;  // the callback that threw counts as dispatched
       ReportCallbackError(m_options.onCallbackError, std::current_exception());

@@ -31,6 +31,10 @@ class HarnessBase {
     m_driver->BeginShutdown();
     return m_driver->WaitForShutdownToComplete(timeout);
   }
+  // The wait alone, without a BeginShutdown.
+  bool WaitForShutdownToComplete(std::chrono::milliseconds timeout) {
+    return m_driver->WaitForShutdownToComplete(timeout);
+  }
 
  protected:
   std::unique_ptr<Driver> m_driver;

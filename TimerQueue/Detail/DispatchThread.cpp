@@ -52,10 +52,12 @@ void DispatchThread::StopThread() noexcept {
 }
 
 void DispatchThread::BeginShutdown() noexcept {
-  {
-    Lock lock(m_mutex);
-    m_shutdown.store(true, std::memory_order_release);
-  }
+  // The flag first, without the lock: a dispatch that holds it (WithLockHeld) polls the flag
+  // between callbacks, so it stops after the one in hand and this call does not wait for the
+  // whole batch. Then the lock, empty: a thread about to sleep has either seen the flag or is
+  // waiting, and is woken, when it is released.
+  m_shutdown.store(true, std::memory_order_release);
+  { Lock lock(m_mutex); }
   WakeThread();
 }
 

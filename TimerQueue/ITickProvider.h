@@ -8,7 +8,10 @@
 namespace timerwheel {
 
 // Queues read time only through the provider they were given, so tests can inject a manual clock.
-// GetTickCount must be monotonic (never go backwards) and safe to call from any thread.
+// GetTickCount must be monotonic (never go backwards) and safe to call from any thread, and its
+// readings must stay below 2^63: a deadline is a reading plus up to 2^32 ms and the lag bound, in
+// 64 bits, and wrapped it would be in the past (a count of ms from boot or from 1970 stays below
+// 2^63 for 292 million years; a test's clock started near 2^64 would not).
 class ITickProvider {
  public:
   virtual Ticks GetTickCount() const = 0;

@@ -84,6 +84,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
       : m_ioContext(ioContext),
         m_upstream(upstream),
         m_epoch(Clock::now()),
+        m_clockRoom(ClockRoom(m_epoch)),
         m_listen(ioContext),
         m_toUpstream(ioContext, toUpstream, seed),
         m_toClient(ioContext, toClient, ~seed) {
@@ -209,6 +210,26 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
   }
 
   Direction& Get(Which which) { return which == Which::ToUpstream ? m_toUpstream : m_toClient; }
+
+  // How many whole microseconds the clock goes on after `epoch` (2^63 ns less its time since the
+  // clock's own epoch).
+  static Microseconds ClockRoom(Clock::time_point epoch) {
+    const Clock::duration since = epoch.time_since_epoch();
+    const Clock::duration room =
+        Clock::duration::max() -
+        (since > Clock::duration::zero() ? since : Clock::duration::zero());
+    return static_cast<Microseconds>(
+        std::chrono::duration_cast<std::chrono::microseconds>(room).count());
+  }
+
+  // The timer's deadline for a delivery at `at`. The model saturates its times at kLatestTime
+  // (ImpairmentProfile.h), far inside the clock; checked all the same, since a time past the
+  // clock's end would wrap to the past, fire at once, find nothing due and re-arm for ever: such
+  // a deadline is the clock's end.
+  Clock::time_point DeadlineFor(Microseconds at) const {
+    if (at >= m_clockRoom) return Clock::time_point::max();
+    return m_epoch + std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(at));
+  }
 
   Microseconds Now() const {
     return static_cast<Microseconds>(
@@ -412,7 +433,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     direction.armed = true;
     direction.armedAt = next;
     const std::uint64_t generation = ++direction.generation;
-    direction.timer.expires_at(m_epoch + std::chrono::microseconds(next));  // cancels the older
+    direction.timer.expires_at(DeadlineFor(next));  // cancels the older
     direction.timer.async_wait(
         [self = shared_from_this(), which, generation](const boost::system::error_code& error) {
           self->OnTimer(which, generation, error);
@@ -438,6 +459,7 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
   boost::asio::io_context& m_ioContext;
   const Endpoint m_upstream;
   const Clock::time_point m_epoch;  // Now() counts from here
+  const Microseconds m_clockRoom;   // ClockRoom(m_epoch)
 
   mutable std::mutex m_mutex;
   mutable std::condition_variable m_changed;

@@ -4,21 +4,21 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cerrno>
 #include <chrono>
 #include <cinttypes>
-#include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Relay/ImpairmentRelay.h"
+#include "Relay/OptionValues.h"
 
 namespace {
 
@@ -26,6 +26,13 @@ using timerwheel::relay::ImpairmentProfile;
 using timerwheel::relay::ImpairmentRelay;
 using timerwheel::relay::LinkCounters;
 using timerwheel::relay::Microseconds;
+using timerwheel::relay::ParseMilliseconds;
+using timerwheel::relay::ParseNumber;
+using timerwheel::relay::ParsePort;
+using timerwheel::relay::ParseProbability;
+using timerwheel::relay::ParseRateMbit;
+using timerwheel::relay::ParseUnsigned;
+using timerwheel::relay::UsageError;
 using Udp = boost::asio::ip::udp;
 
 constexpr const char* kUsage =
@@ -37,9 +44,10 @@ constexpr const char* kUsage =
     "\n"
     "Direction options apply to both directions, or to one with the prefix --up- (client to\n"
     "upstream) or --down- (upstream to client), e.g. --up-loss 0.1; a prefixed option wins over\n"
-    "the plain one. P is a probability in [0, 1].\n"
+    "the plain one. P is a probability in [0, 1]; X (ms) is in [0, 1000000000] (11.6 days).\n"
     "  --loss P              Bernoulli loss\n"
-    "  --burst-enter P       Gilbert-Elliott burst loss: P(good -> bad) per datagram\n"
+    "  --burst-enter P       Gilbert-Elliott burst loss: P(good -> bad) per datagram; needs\n"
+    "                        --burst-exit > 0 (else the first burst would never end)\n"
     "  --burst-exit P        P(bad -> good) per datagram (mean burst 1/P)\n"
     "  --burst-loss P        loss while bad (default 1)\n"
     "  --delay-ms X          base one-way delay\n"
@@ -49,53 +57,12 @@ constexpr const char* kUsage =
     "  --reorder-delay-ms X  the reorder delay (default 2 x delay, or 5 ms without delay)\n"
     "  --duplicate P         deliver a datagram twice\n"
     "  --corrupt P           change one random byte\n"
-    "  --rate-mbit X         link rate in Mbit/s (default unlimited)\n"
-    "  --queue-bytes N       drop-tail limit of the link's queue (default unlimited)\n"
-    "Options take their value as the next argument or after '=' (--loss=0.1).\n";
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-double ParseNumber(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    throw UsageError(option + ": '" + text + "' is not a number");
-  }
-  return value;
-}
-
-std::uint64_t ParseUnsigned(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 0);
-  if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
-      errno == ERANGE) {
-    throw UsageError(option + ": '" + text + "' is not a non-negative integer");
-  }
-  return value;
-}
-
-double ParseProbability(const std::string& option, const std::string& text) {
-  const double value = ParseNumber(option, text);
-  if (value < 0 || value > 1) throw UsageError(option + ": " + text + " is not in [0, 1]");
-  return value;
-}
-
-double ParseNonNegative(const std::string& option, const std::string& text, double maximum) {
-  const double value = ParseNumber(option, text);
-  if (value < 0 || value > maximum) {
-    throw UsageError(option + ": " + text + " is out of range [0, " +
-                     std::to_string(static_cast<long long>(maximum)) + "]");
-  }
-  return value;
-}
-
-Microseconds ParseMilliseconds(const std::string& option, const std::string& text) {
-  // At most 1e9 ms (11.6 days): far beyond any use, far below overflow.
-  return static_cast<Microseconds>(std::llround(ParseNonNegative(option, text, 1e9) * 1000));
-}
+    "  --rate-mbit R         link rate in Mbit/s, from 0.000001 (1 bit/s) to 1000000 (1 Tbit/s);\n"
+    "                        0 or absent: unlimited\n"
+    "  --queue-bytes N       drop-tail limit of the link's queue (default or 0: unlimited)\n"
+    "Options take their value as the next argument or after '=' (--loss=0.1). Numbers are\n"
+    "decimal: ports, N and --seed (0 to 18446744073709551615) are digits only, so 0100 is 100\n"
+    "(not octal) and 0x10 is refused; --duration is in (0, 1000000000] seconds.\n";
 
 // "host:port" or "[v6 address]:port".
 std::pair<std::string, std::string> SplitHostPort(const std::string& option,
@@ -111,12 +78,6 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& option,
   return {host, text.substr(colon + 1)};
 }
 
-unsigned short ParsePort(const std::string& option, const std::string& text) {
-  const std::uint64_t port = ParseUnsigned(option, text);
-  if (port > 65535) throw UsageError(option + ": port " + text + " is out of range");
-  return static_cast<unsigned short>(port);
-}
-
 Udp::endpoint ParseListen(const std::string& text) {
   if (text.find(':') == std::string::npos) {
     return Udp::endpoint(Udp::v4(), ParsePort("--listen", text));
@@ -130,10 +91,11 @@ Udp::endpoint ParseListen(const std::string& text) {
 
 Udp::endpoint ResolveUpstream(boost::asio::io_context& io, const std::string& text) {
   const auto [host, port] = SplitHostPort("--upstream", text);
-  ParsePort("--upstream", port);
+  // The port as parsed (decimal), not as the resolver would read the text.
+  const std::string service = std::to_string(ParsePort("--upstream", port));
   Udp::resolver resolver(io);
   boost::system::error_code error;
-  const auto results = resolver.resolve(host, port, error);
+  const auto results = resolver.resolve(host, service, Udp::resolver::numeric_service, error);
   if (error || results.empty()) {
     throw UsageError("--upstream: cannot resolve '" + host + "': " + error.message());
   }
@@ -197,11 +159,11 @@ const std::vector<DirectionOption>& DirectionOptions() {
        }},
       {"rate-mbit", true,
        [](ImpairmentProfile& p, const std::string& o, const std::string& v) {
-         p.rateBitsPerSecond = ParseNonNegative(o, v, 1e6) * 1e6;  // up to 1 Tbit/s
+         p.rateBitsPerSecond = ParseRateMbit(o, v);
        }},
       {"queue-bytes", true,
        [](ImpairmentProfile& p, const std::string& o, const std::string& v) {
-         p.queueLimitBytes = static_cast<std::size_t>(ParseUnsigned(o, v));
+         p.queueLimitBytes = static_cast<std::size_t>(ParseUnsigned(o, v, SIZE_MAX));
        }},
   };
   return options;
@@ -248,8 +210,11 @@ Arguments Parse(int argc, char** argv) {
     } else if (name == "--seed") {
       arguments.seed = ParseUnsigned(name, value());
     } else if (name == "--duration") {
-      const double seconds = ParseNonNegative(name, value(), 1e9);
-      if (seconds <= 0) throw UsageError("--duration must be > 0");
+      const std::string text = value();
+      const double seconds = ParseNumber(name, text);
+      if (!(seconds > 0 && seconds <= 1e9)) {
+        throw UsageError("--duration: " + text + " is out of range (0, 1000000000] seconds");
+      }
       arguments.durationSeconds = seconds;
     } else {
       Scope scope = kBoth;
@@ -287,9 +252,21 @@ Arguments Parse(int argc, char** argv) {
         assignment.option->set(arguments.toClient, assignment.name, assignment.value);
     }
   }
-  for (const auto* profile : {&arguments.toUpstream, &arguments.toClient}) {
+  const struct {
+    const ImpairmentProfile* profile;
+    const char* direction;
+    const char* prefix;
+  } directions[] = {{&arguments.toUpstream, "client -> upstream", "--up-"},
+                    {&arguments.toClient, "upstream -> client", "--down-"}};
+  for (const auto& [profile, direction, prefix] : directions) {
+    // Said in the options' words; Validate refuses the same.
+    if (profile->burstEnter > 0 && profile->burstExit == 0) {
+      throw UsageError(std::string("--burst-enter needs --burst-exit P in (0, 1] (or ") + prefix +
+                       "burst-exit for " + direction +
+                       "): with exit 0 the link would never leave the bad state");
+    }
     if (const std::string problem = profile->Validate(); !problem.empty()) {
-      throw UsageError(problem);
+      throw UsageError(std::string(direction) + ": " + problem);
     }
   }
   return arguments;

@@ -4,6 +4,15 @@
 #include <cmath>
 
 namespace timerwheel::relay::detail {
+namespace {
+
+// time + span, saturated at kLatestTime (ImpairmentProfile.h); never earlier than time.
+Microseconds Later(Microseconds time, Microseconds span) {
+  if (time >= kLatestTime) return time;
+  return span >= kLatestTime - time ? kLatestTime : time + span;
+}
+
+}  // namespace
 
 // Random -------------------------------------------------------------------------------------
 
@@ -77,12 +86,12 @@ void LinkModel::PushDeparture(double at, std::size_t size) {
 }
 
 Microseconds LinkModel::DeliveryTime(Microseconds departure, bool& reordered) {
-  Microseconds at = departure + m_profile.delay;
-  if (m_profile.jitter > 0) at += m_random.UpTo(m_profile.jitter);
+  Microseconds at = Later(departure, m_profile.delay);
+  if (m_profile.jitter > 0) at = Later(at, m_random.UpTo(m_profile.jitter));
   if (!m_profile.jitterReorders) at = std::max(at, m_fifoFloor);
   reordered = m_random.Bernoulli(m_profile.reorder);
   if (reordered) {
-    at += m_profile.EffectiveReorderDelay();
+    at = Later(at, m_profile.EffectiveReorderDelay());
   } else {
     m_fifoFloor = std::max(m_fifoFloor, at);
   }
@@ -122,8 +131,12 @@ void LinkModel::OnArrival(Microseconds now, std::vector<std::uint8_t>& datagram,
       out.dropped = DropCause::Queue;
       return;
     }
+    // With a rate below the profile's floor the transmission may be enormous or +infinity; the
+    // link's time saturates at kLatestTime (exact as a double), so the conversion below is always
+    // in range and the link stays busy for ever.
     const double transmission = static_cast<double>(size) * 8e6 / m_profile.rateBitsPerSecond;
-    m_linkFreeAt = std::max(static_cast<double>(now), m_linkFreeAt) + transmission;
+    m_linkFreeAt = std::min(std::max(static_cast<double>(now), m_linkFreeAt) + transmission,
+                            static_cast<double>(kLatestTime));
     PushDeparture(m_linkFreeAt, size);
     departure = std::max(now, static_cast<Microseconds>(std::ceil(m_linkFreeAt)));
   } else if (m_count > 0) {

@@ -40,7 +40,8 @@ struct Deliveries {
   bool duplicated = false;
 };
 
-// The stages, for each datagram arriving at `now` (times in microseconds, any origin):
+// The stages, for each datagram arriving at `now` (times in microseconds, any origin far below
+// kLatestTime; every time computed saturates there, whatever the profile: ImpairmentProfile.h):
 //  1. Loss. Gilbert-Elliott (when burstEnter > 0): the state moves good -> bad with burstEnter,
 //     bad -> good with burstExit, then a datagram that finds it bad is lost with burstLoss
 //     (DropCause::Burst). Then Bernoulli loss (DropCause::Loss). Lost datagrams cost the link

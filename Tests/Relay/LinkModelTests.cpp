@@ -2,6 +2,7 @@
 // checks use tolerances of about five standard deviations, so with a fixed seed they are exact
 // regressions and with another seed they would still hold.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -279,6 +280,56 @@ TEST_CASE("LinkModel rate cap serializes datagrams and drops at the queue limit"
     CHECK(Arrive(model, kStart + 10'000, kSize).dropped == DropCause::None);
     CHECK(Arrive(model, kStart + 10'000, kSize).dropped == DropCause::Queue);
     CHECK(Arrive(model, kStart + 200'000, kSize).at[0] == kStart + 210'000);  // drained
+  }
+}
+
+TEST_CASE("LinkModel saturates its times at 2^52 us instead of overflowing", "[relay]") {
+  // The relay adds these times to a steady_clock time point (int64 nanoseconds): whatever the
+  // profile (LinkModel does not validate it), no time may get near that clock's end, wrap, or
+  // come from a double too large for Microseconds.
+  constexpr Microseconds kLatest = Microseconds{1} << 52;  // 142.7 years
+  const auto clockEnd =
+      static_cast<Microseconds>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::duration::max())
+                                    .count());
+  REQUIRE(kLatest < clockEnd / 2);
+
+  SECTION("a tiny rate: the link stays busy until the end of time") {
+    ImpairmentProfile profile;
+    profile.rateBitsPerSecond = 1e-6;  // --rate-mbit 1e-12: 1200 bytes take 9.6e15 us
+    LinkModel model(profile, kSeed);
+    const Deliveries first = Arrive(model, kStart, 1200);
+    REQUIRE(first.count == 1);
+    CHECK(first.at[0] == kLatest);
+    CHECK(Arrive(model, kStart + 1, 1200).at[0] == kLatest);  // still busy, not wrapped
+    profile.rateBitsPerSecond = 1e-300;  // the transmission time is +infinity as a double
+    model.SetProfile(profile);
+    CHECK(Arrive(model, kStart + 2, 1200).at[0] == kLatest);
+    CHECK(model.BacklogBytes() == 3 * 1200);
+  }
+  SECTION("delay, jitter and reorder delay near 2^64") {
+    ImpairmentProfile profile;
+    profile.delay = ~Microseconds{0} - 5;
+    LinkModel model(profile, kSeed);
+    CHECK(Arrive(model, kStart).at[0] == kLatest);
+    profile.delay = 0;
+    profile.jitter = ~Microseconds{0};
+    profile.jitterReorders = true;
+    model.SetProfile(profile);
+    for (Microseconds i = 0; i < 100; ++i) {
+      const Microseconds at = Arrive(model, kStart + i).at[0];
+      REQUIRE(at >= kStart + i);
+      REQUIRE(at <= kLatest);
+    }
+    profile.jitter = 0;
+    profile.reorder = 1;
+    profile.reorderDelay = ~Microseconds{0};
+    model.SetProfile(profile);
+    CHECK(Arrive(model, kStart + 200).at[0] == kLatest);
+    profile.reorderDelay = 0;
+    profile.delay = Microseconds{1} << 63;  // the implied reorder delay, 2 x delay, was 0
+    model.SetProfile(profile);
+    CHECK(Arrive(model, kStart + 300).at[0] == kLatest);
   }
 }
 

@@ -87,6 +87,17 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
                                   [](std::uint8_t byte) { return byte != 0; });
   Require(options.clientToken.empty() || pinned,
           "clientToken needs serverPublicKey (it is sent only inside the sealed handshake)");
+  if (pinned) {
+    // A point of small order is no server's key, and its DH result is all zero whatever our
+    // scalar: a handshake pinned to it would be sealed under keys made of public values alone.
+    // Any scalar tells (libsodium refuses the point); this one is a constant, not a secret.
+    detail::X25519Key scalar{};
+    scalar.fill(0x5a);
+    detail::X25519Key shared{};
+    Require(detail::X25519(scalar, options.serverPublicKey, shared),
+            "serverPublicKey is a point of small order: no server has it, and a handshake "
+            "pinned to it would not be authenticated");
+  }
   return options;
 }
 

@@ -94,7 +94,10 @@ struct EndpointOptions {
   std::size_t statelessRepliesPerSecond = 1000;
   // The secret stateless-reset tokens derive from (with the connection ID). All zero: random per
   // endpoint. Give a restarted server its old secret and it can still reset the connections it
-  // lost. Keep it as secret as a private key: whoever knows it can end any connection.
+  // lost. Keep it as secret as a private key: whoever knows it can end any connection. Never
+  // share one between endpoints that can receive each other's datagrams (SO_REUSEPORT siblings,
+  // hosts behind one load balancer): one of them would hand an observer another's tokens
+  // (docs/reliable-udp.md, "Stateless reset").
   std::array<std::uint8_t, 16> statelessResetKey{};
 
   // Encryption (docs/reliable-udp.md, "Encryption"): on whenever a server key is configured.

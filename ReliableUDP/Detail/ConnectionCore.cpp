@@ -224,11 +224,13 @@ void ConnectionCore::PrepareClientHandshake() {
   handshake.schedule.MixHash(handshake.ephemeral.publicKey.data(),
                              handshake.ephemeral.publicKey.size());
   X25519Key shared{};
-  // A pinned key of small order cannot be any server's: every handshake will then fail, which
-  // the server says with an AuthRefusal (it cannot open what this seals).
-  if (X25519(handshake.ephemeral.secretKey, m_context.options.serverPublicKey, shared)) {
-    handshake.schedule.MixKey(shared);
+  // A pinned key of small order (ValidateOptions refuses one) gives no DH result: mixing none
+  // would leave the hello and Welcome keys made of public values, which anyone could read and
+  // answer. A random key instead makes this handshake one nobody can complete: it fails closed.
+  if (!X25519(handshake.ephemeral.secretKey, m_context.options.serverPublicKey, shared)) {
+    randombytes_buf(shared.data(), shared.size());
   }
+  handshake.schedule.MixKey(shared);
   sodium_memzero(shared.data(), shared.size());
   handshake.helloKey = handshake.schedule.MessageKey("hello");
 }

@@ -1,4 +1,6 @@
 // ValidateOptions: what it refuses (naming the option), and the defaults it derives.
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -75,4 +77,29 @@ TEST_CASE("the defaults derived from a small window meet their own minimums", "[
   const EndpointOptions valid = ValidateOptions(options);
   CHECK(valid.sendBufferSize == 64);
   CHECK(valid.maxReceiveMemoryPerConnection == 2 * valid.maxDatagramSize);
+}
+
+// A pinned key of small order gives an all-zero DH result whatever the client's scalar: the
+// client used to skip the DH and seal its hello (and accept a Welcome) under keys made of public
+// values alone, so that anyone could read its token and complete the handshake in the server's
+// place. Refused with the other bad options.
+TEST_CASE("a pinned server key of small order is refused", "[options][encryption]") {
+  using Key = std::array<std::uint8_t, 32>;
+  Key one{};
+  one[0] = 1;      // the identity's u-coordinate
+  Key minusOne{};  // p - 1
+  minusOne.fill(0xff);
+  minusOne[0] = 0xec;
+  minusOne[31] = 0x7f;
+  const Key orderEight = {0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3,
+                          0xfa, 0xf1, 0x9f, 0xc4, 0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32,
+                          0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00};
+  for (const Key& key : {one, minusOne, orderEight}) {
+    EndpointOptions options;
+    std::copy(key.begin(), key.end(), options.serverPublicKey.begin());
+    CHECK_THROWS_WITH(ValidateOptions(options), Contains("small order"));
+  }
+  EndpointOptions real;
+  real.serverPublicKey = timerwheel::rudp::MakeServerKeyPair().publicKey;
+  CHECK(ValidateOptions(real).serverPublicKey == real.serverPublicKey);
 }

@@ -161,8 +161,9 @@ struct LinkCounters {
   std::uint64_t bytesIn = 0;
   std::uint64_t bytesOut = 0;  // bytes of the deliveries
   // Filled by ImpairmentRelay only (always 0 in LinkModel): receive errors counted and skipped
-  // on the sockets this direction reads from (e.g. ICMP connection refused), and deliveries the
-  // socket refused (would block, no route...) or that had no socket: lost.
+  // on the sockets this direction reads from (e.g. ICMP connection refused, a datagram cut short
+  // by the receive buffer), and deliveries the socket refused (would block, no route...) or that
+  // had no socket: lost.
   std::uint64_t receiveErrors = 0;
   std::uint64_t sendErrors = 0;
 };

@@ -264,12 +264,14 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     // Drain what else is already there without another trip through the reactor or IOCP.
     for (int datagrams = 1; datagrams < kReceiveBatch;) {
       boost::system::error_code drainError;
+      const std::uint64_t truncated = m_listenBatch.Counters().truncatedDatagrams;
       if (m_listenBatch.Receive(m_listen, drainError) == 0) {
         if (WouldBlock(drainError)) break;
         ++m_toUpstream.receiveErrors;
         ++datagrams;
         continue;
       }
+      m_toUpstream.receiveErrors += m_listenBatch.Counters().truncatedDatagrams - truncated;
       m_listenBatch.ForEachDatagram(
           [&](const Endpoint& from, const std::uint8_t* data, std::size_t drained) {
             ++datagrams;
@@ -332,12 +334,14 @@ class ImpairmentRelay::State final : public std::enable_shared_from_this<State> 
     OnArrivalLocked(Which::ToClient, client, client->buffer.data(), size);
     for (int datagrams = 1; datagrams < kReceiveBatch;) {
       boost::system::error_code drainError;
+      const std::uint64_t truncated = client->receiveBatch.Counters().truncatedDatagrams;
       if (client->receiveBatch.Receive(client->socket, drainError) == 0) {
         if (WouldBlock(drainError)) break;
         ++m_toClient.receiveErrors;
         ++datagrams;
         continue;
       }
+      m_toClient.receiveErrors += client->receiveBatch.Counters().truncatedDatagrams - truncated;
       client->receiveBatch.ForEachDatagram(
           [&](const Endpoint&, const std::uint8_t* data, std::size_t drained) {
             ++datagrams;

@@ -145,6 +145,7 @@ void AddCounters(udp::BatchCounters& total, const udp::BatchCounters& part) {
   total.segmentedMessages += part.segmentedMessages;
   total.coalescedMessages += part.coalescedMessages;
   total.offloadRefusals += part.offloadRefusals;
+  total.truncatedDatagrams += part.truncatedDatagrams;
 }
 
 }  // namespace
@@ -180,11 +181,16 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     }
     // One receiver with one shard: as before sharding, one read and hand-over at a time. With
     // more, one per shard: while one reads, the others hand over to their shards in parallel.
+    // UDP_GRO is the socket's: asked for once (one refusal counts once), and every receiver reads
+    // as the kernel's answer says.
     for (std::size_t i = 0; i < options.shards; ++i) {
       auto receiver = std::make_unique<Receiver>();
       if (m_batched) {
         receiver->batch.emplace(kReceiveMessages);
-        if (options.receiveOffload) receiver->batch->EnableReceiveOffload(m_socket);
+        if (options.receiveOffload && i == 0) receiver->batch->EnableReceiveOffload(m_socket);
+        if (options.receiveOffload && i != 0) {
+          receiver->batch->ShareReceiveOffload(*m_receivers.front()->batch);
+        }
       } else {
         receiver->bytes = std::make_unique<std::uint8_t[]>(kReceiveMessages * Receiver::kSlotSize);
       }
@@ -306,6 +312,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     total.segmentedSends = counters.segmentedMessages;
     total.coalescedReceives = counters.coalescedMessages;
     total.offloadRefusals = counters.offloadRefusals;
+    total.droppedTruncated = counters.truncatedDatagrams;
     return total;
   }
 

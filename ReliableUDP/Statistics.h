@@ -145,6 +145,9 @@ struct EndpointStatistics {
       0;  // e.g. an ACK of an unsent packet, data beyond the window
   std::uint64_t droppedTooFragmented = 0;  // out-of-order data over the reassembly bound
   std::uint64_t droppedWrongAddress = 0;   // a known connection ID from another address
+  // From source port 0, to which nothing can be sent (a send fails: EINVAL on Linux), so spoofed:
+  // dropped as it enters the engine, before anything answers it or looks it up.
+  std::uint64_t droppedSourcePortZero = 0;
   // Its handling needed memory that could not be had (std::bad_alloc): dropped, as if lost; a
   // connection it was opening is taken back whole (docs/reliable-udp.md, "Memory bound").
   std::uint64_t droppedOutOfMemory = 0;
@@ -183,7 +186,10 @@ struct EndpointStatistics {
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams
   std::uint64_t segmentedSends = 0;      // sends that carried several datagrams (GSO)
   std::uint64_t coalescedReceives = 0;   // receives that held several datagrams (GRO)
-  std::uint64_t offloadRefusals = 0;     // GSO or GRO refused by the kernel, then off
+  std::uint64_t offloadRefusals = 0;     // GSO (per shard) or GRO (once) refused, then off
+  // Datagrams read cut short (MSG_TRUNC): one over the 64 KiB receive buffer, or those of a GRO
+  // buffer that did not fit it whole (Linux, batched path). Dropped, never handed on.
+  std::uint64_t droppedTruncated = 0;
   // Datagrams the OS dropped before we could read them, because the socket's receive buffer was
   // full (Linux; 0 where the OS does not say): a receiver that cannot keep up. The buffers'
   // sizes as granted, in the units of EndpointOptions::socketReceiveBufferSize.

@@ -27,6 +27,13 @@ bool IsWouldBlock(const boost::system::error_code& error) {
   return error == boost::asio::error::would_block || error == boost::asio::error::try_again;
 }
 
+#ifdef __linux__
+// A segmented send failed as it does when the kernel or the device cannot segment (and, before
+// Linux 6.13 and 6.1.129, when a segment is over the path's MTU); also as it does for a bad
+// destination (EINVAL for port 0), which is why the datagrams alone decide (Flush).
+bool IsRefusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
+#endif
+
 }  // namespace
 
 bool BatchedSystemCallsAvailable() noexcept {
@@ -102,12 +109,28 @@ void SendBatch::Compact() noexcept {
 std::size_t SendBatch::DropPending() noexcept {
   const std::size_t dropped = Pending();
   m_head = m_count = m_end = 0;
+  m_unsegmentedLeft = 0;
+  m_pendingRefusal = false;
   return dropped;
 }
 
-std::size_t SendBatch::SegmentRun(std::size_t first) const noexcept {
+void SendBatch::RefuseNextSegmentedSendForTesting() noexcept {
+#ifdef __linux__
+  m_failNextSegmented = EIO;
+#endif
+}
+
+std::size_t SendBatch::SegmentRun(std::size_t first) noexcept {
   const Datagram& lead = m_datagrams[first];
-  if (!m_segmentation || lead.size == 0) return 1;
+  if (!m_segmentation || lead.size == 0 || first - m_head < m_unsegmentedLeft) return 1;
+  if (m_anyTooLarge) {
+    for (TooLarge& peer : m_tooLarge) {
+      if (peer.runsLeft != 0 && lead.size >= peer.segmentSize && peer.to == lead.to) {
+        --peer.runsLeft;  // per layout (a run laid out again after a partial send counts twice)
+        return 1;
+      }
+    }
+  }
   std::size_t n = 1;
   std::size_t bytes = lead.size;
   while (first + n < m_count && n < kMaxSegments) {
@@ -121,6 +144,36 @@ std::size_t SendBatch::SegmentRun(std::size_t first) const noexcept {
     if (next.size < lead.size) break;  // only the last segment may be shorter
   }
   return n;
+}
+
+void SendBatch::RememberTooLarge(const Udp::endpoint& to, std::size_t segmentSize) noexcept {
+  TooLarge* slot = &m_tooLarge[0];
+  for (TooLarge& peer : m_tooLarge) {
+    if (peer.runsLeft != 0 && peer.to == to) {
+      slot = &peer;  // the peer's entry: the smaller size holds
+      segmentSize = std::min(segmentSize, peer.segmentSize);
+      break;
+    }
+    if (peer.runsLeft < slot->runsLeft) slot = &peer;  // a free one, or the nearest its retry
+  }
+  slot->to = to;
+  slot->segmentSize = segmentSize;
+  slot->runsLeft = kTooLargeRuns;
+  m_anyTooLarge = true;
+}
+
+void SendBatch::Advance(std::size_t n, bool sent) noexcept {
+  m_head += n;
+  if (m_unsegmentedLeft == 0) return;
+  // One of a failed segmented send's datagrams, sent alone (n is 1).
+  --m_unsegmentedLeft;
+  if (sent && m_pendingRefusal) {
+    // The socket takes them alone but not together: the kernel refused the segmentation.
+    m_segmentation = false;
+    ++m_counters.offloadRefusals;
+    m_unsegmentedLeft = 0;
+  }
+  if (m_unsegmentedLeft == 0 || sent) m_pendingRefusal = false;
 }
 
 SendBatch::FlushResult SendBatch::FlushOneByOne(Udp::socket& socket) {
@@ -151,7 +204,10 @@ SendBatch::FlushResult SendBatch::Flush(Udp::socket& socket) {
   while (!Empty()) {
     // Lay out the headers: one message per datagram, or per segmentable run.
     std::size_t messages = 0;
-    for (std::size_t i = m_head; i < m_count;) {
+    // After a segmented send that failed as a refusal would, its datagrams alone (one per
+    // message): what they do decides whether the rest may be segmented.
+    const std::size_t end = m_pendingRefusal ? m_head + m_unsegmentedLeft : m_count;
+    for (std::size_t i = m_head; i < end;) {
       const std::size_t run = SegmentRun(i);
       const Datagram& lead = m_datagrams[i];
       const Datagram& last = m_datagrams[i + run - 1];
@@ -181,37 +237,42 @@ SendBatch::FlushResult SendBatch::Flush(Udp::socket& socket) {
       i += run;
     }
     int sent = 0;
-    if (m_refuseNextSegmented && system.datagramsIn[0] > 1) {
-      m_refuseNextSegmented = false;
+    int error = 0;
+    if (m_failNextSegmented != 0 && system.datagramsIn[0] > 1) {
       sent = -1;
-      errno = EIO;
+      error = m_failNextSegmented;
+      m_failNextSegmented = 0;
     } else {
       ++m_counters.sendCalls;
       sent = ::sendmmsg(socket.native_handle(), system.headers.data(),
                         static_cast<unsigned>(messages), 0);
+      if (sent < 0) error = errno;
     }
     if (sent < 0) {
-      const int error = errno;
       if (error == EAGAIN || error == EWOULDBLOCK) {
         result.wouldBlock = true;
         return result;
       }
       if (error == EINTR) continue;
-      if (system.datagramsIn[0] > 1 && (error == EIO || error == EINVAL || error == ENOPROTOOPT)) {
-        // The kernel or the device cannot segment: turn it off and send these again one by one.
-        m_segmentation = false;
-        ++m_counters.offloadRefusals;
+      if (system.datagramsIn[0] > 1) {
+        // The first message, a segmented run, failed: its datagrams go again one per message,
+        // each to its own fate, and they tell whether the kernel refused the segmentation.
+        const Datagram& lead = m_datagrams[m_head];
+        if (error == EMSGSIZE) RememberTooLarge(lead.to, lead.size);
+        m_unsegmentedLeft = system.datagramsIn[0];
+        m_pendingRefusal = IsRefusal(error);
         continue;
       }
-      // The first message cannot be sent (no route, message too long): drop it, go on.
-      result.failed += system.datagramsIn[0];
-      m_head += system.datagramsIn[0];
+      // The first message, one datagram, cannot be sent (no route, port 0, too long): it alone
+      // is dropped.
+      ++result.failed;
+      Advance(1, false);
       continue;
     }
     for (int m = 0; m < sent; ++m) {
       const std::size_t datagrams = system.datagramsIn[static_cast<std::size_t>(m)];
       result.sent += datagrams;
-      m_head += datagrams;
+      Advance(datagrams, true);
       if (datagrams > 1) ++m_counters.segmentedMessages;
     }
   }
@@ -269,8 +330,8 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
   error.clear();
 #ifndef __linux__
   Message& message = m_messages[0];
-  message.size =
-      socket.receive_from(boost::asio::buffer(m_bytes.get(), kMessageSize), message.from, 0, error);
+  message.size = socket.receive_from(boost::asio::buffer(m_bytes.get(), m_messageLimit),
+                                     message.from, 0, error);
   message.segmentSize = 0;
   if (error) return 0;
   ++m_counters.receiveCalls;
@@ -281,7 +342,7 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
   const std::size_t count = m_messages.size();
   for (std::size_t i = 0; i < count; ++i) {
     system.vectors[i].iov_base = m_bytes.get() + i * kMessageSize;
-    system.vectors[i].iov_len = kMessageSize;
+    system.vectors[i].iov_len = m_messageLimit;
     msghdr& header = system.headers[i].msg_hdr;
     header = msghdr{};
     header.msg_name = &system.names[i];
@@ -295,8 +356,10 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
   }
   int received = 0;
   do {
+    // MSG_TRUNC: a message's length is the datagram's (or GRO buffer's) whole length, not what
+    // fitted, so that what a cut-short one lost can be counted.
     received = ::recvmmsg(socket.native_handle(), system.headers.data(),
-                          static_cast<unsigned>(count), MSG_DONTWAIT, nullptr);
+                          static_cast<unsigned>(count), MSG_DONTWAIT | MSG_TRUNC, nullptr);
   } while (received < 0 && errno == EINTR);
   if (received < 0) {
     error = boost::system::error_code(errno, boost::asio::error::get_system_category());
@@ -307,8 +370,10 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
     const auto index = static_cast<std::size_t>(i);
     const msghdr& header = system.headers[index].msg_hdr;
     Message& message = m_messages[index];
-    message.size = system.headers[index].msg_len;
+    const std::size_t length = system.headers[index].msg_len;  // whole (MSG_TRUNC asked)
+    message.size = std::min(length, m_messageLimit);           // what the buffer holds
     message.segmentSize = 0;
+    message.dropped = false;
     std::memcpy(message.from.data(), &system.names[index],
                 std::min<std::size_t>(header.msg_namelen, message.from.capacity()));
     message.from.resize(header.msg_namelen);
@@ -318,12 +383,21 @@ std::size_t ReceiveBatch::Receive(Udp::socket& socket, boost::system::error_code
         if (control->cmsg_level == SOL_UDP && control->cmsg_type == UDP_GRO) {
           int segmentSize = 0;
           std::memcpy(&segmentSize, CMSG_DATA(control), sizeof segmentSize);
-          if (segmentSize > 0 && static_cast<std::size_t>(segmentSize) < message.size) {
+          if (segmentSize > 0 && static_cast<std::size_t>(segmentSize) < length) {
             message.segmentSize = static_cast<std::size_t>(segmentSize);
             ++m_counters.coalescedMessages;
           }
         }
       }
+    }
+    if ((header.msg_flags & MSG_TRUNC) != 0 || length > message.size) {
+      // Cut short: never handed on as if whole. Of a GRO buffer, the datagrams that fit whole
+      // are good; the rest are lost. One datagram alone is lost.
+      const std::size_t step = message.segmentSize != 0 ? message.segmentSize : length;
+      const std::size_t whole = message.size / step;
+      m_counters.truncatedDatagrams += (length + step - 1) / step - whole;
+      message.size = whole * step;
+      message.dropped = whole == 0;
     }
   }
   m_received = static_cast<std::size_t>(received);

@@ -15,15 +15,33 @@
 //   the receiver sees exactly what unsegmented sends would have produced.
 // - UDP_GRO: the kernel may hand over several datagrams from one sender as one buffer with the
 //   segment size in a control message; ForEachDatagram cuts it back into the datagrams.
-// If the kernel refuses either (setsockopt fails; a segmented send fails with EIO, EINVAL or
-// ENOPROTOOPT: no checksum offload on the device, segments over the MTU), it is turned off for
-// this object, counted in offloadRefusals, and the datagrams are sent again unsegmented: nothing
-// is lost by the fallback.
+// A segmented send that fails, whatever the error, is sent again one datagram per message, so
+// that each datagram has its own fate (one the socket refuses is dropped alone; nothing is sent
+// twice or out of order). Only then is the failure judged:
+// - EIO, EINVAL or ENOPROTOOPT (no checksum offload on the device, the socket cannot segment;
+//   before Linux 6.13 and 6.1.129 also a segment over the path's MTU), and the socket took at
+//   least one of the datagrams alone: the kernel refused segmentation. It is turned off for this
+//   object and counted in offloadRefusals. If none of them went alone either (a send to port 0
+//   fails with EINVAL before any segmentation), it was the destination, not the offload: nothing
+//   changes, so a remote sender cannot turn the offload off.
+// - EMSGSIZE (Linux 6.13 and 6.1.129 on): the segment size is over that peer's path MTU. The
+//   offload stays on for every other peer; this peer's runs of that size or larger go
+//   unsegmented (the kernel fragments each datagram, as it would have unsegmented) for the next
+//   kTooLargeRuns runs, then segmentation is tried again, as a path's MTU can grow back. A few
+//   peers are remembered (kTooLargePeers); one more replaces the one closest to its retry.
+// - Anything else (no route, no buffer space): that message's error only; nothing changes.
+// The receive offload: if setsockopt(UDP_GRO) fails it is off for the batch, counted once; a
+// second batch reading the same socket takes the first's answer (ShareReceiveOffload) instead of
+// asking again, so a refusal counts once per socket.
+// A datagram that does not fit its receive buffer (MSG_TRUNC: over kMessageSize, or a GRO buffer
+// over it) is never handed on cut short: it is dropped and counted in truncatedDatagrams (of a GRO
+// buffer, the datagrams that fit whole are handed on, the rest dropped and counted).
 //
 // Thread safety: none; use each object under the lock that guards its socket.
 // Memory: fixed at construction; Add, Flush, Receive and ForEachDatagram allocate nothing.
 #pragma once
 
+#include <array>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstddef>
@@ -40,6 +58,8 @@ struct BatchCounters {
   std::uint64_t receiveCalls = 0;       // system calls that received at least one datagram
   std::uint64_t coalescedMessages = 0;  // received messages that held several datagrams (GRO)
   std::uint64_t offloadRefusals = 0;    // GSO or GRO refused by the kernel and turned off
+  // received datagrams dropped because they did not fit the buffer (MSG_TRUNC): never handed on
+  std::uint64_t truncatedDatagrams = 0;
 };
 
 // True where this build batches system calls (Linux); elsewhere the classes below send and
@@ -65,7 +85,7 @@ class SendBatch {
 
   struct FlushResult {
     std::size_t sent = 0;     // datagrams the socket took
-    std::size_t failed = 0;   // datagrams dropped because the send failed (e.g. no route)
+    std::size_t failed = 0;   // datagrams dropped because their send failed (e.g. no route)
     bool wouldBlock = false;  // the socket is full: the rest wait, in order, for the next Flush
   };
   // Sends what is held, oldest first, until the batch is empty or the socket would block. The
@@ -77,9 +97,16 @@ class SendBatch {
   bool SegmentationOffload() const noexcept { return m_segmentation; }
   const BatchCounters& Counters() const noexcept { return m_counters; }
 
-  // Test hook: the next segmented send fails as if the kernel refused it (EIO), exercising the
-  // fallback on kernels that would accept it.
-  void RefuseNextSegmentedSendForTesting() noexcept { m_refuseNextSegmented = true; }
+  // Test hooks: the next segmented send fails as if the kernel refused it (EIO), exercising the
+  // fallback on kernels that would accept it; or as if the kernel returned `error` for it (an
+  // errno value; Linux, the only platform that segments).
+  void RefuseNextSegmentedSendForTesting() noexcept;
+  void FailNextSegmentedSendForTesting(int error) noexcept { m_failNextSegmented = error; }
+
+  // The peers whose path MTU a segment size exceeded that are remembered, and for how many of
+  // their runs (see the top of this file).
+  static constexpr std::size_t kTooLargePeers = 8;
+  static constexpr std::uint32_t kTooLargeRuns = 1024;
 
  private:
   struct Datagram {
@@ -87,8 +114,18 @@ class SendBatch {
     std::size_t offset = 0;  // in m_bytes
     std::size_t size = 0;
   };
+  // A peer whose path MTU is under `segmentSize` (EMSGSIZE): its runs of datagrams that large or
+  // larger go unsegmented while runsLeft > 0.
+  struct TooLarge {
+    boost::asio::ip::udp::endpoint to;
+    std::size_t segmentSize = 0;
+    std::uint32_t runsLeft = 0;  // 0: the entry is free
+  };
   // Datagrams [first, first + n) that can go as one segmented message.
-  std::size_t SegmentRun(std::size_t first) const noexcept;
+  std::size_t SegmentRun(std::size_t first) noexcept;
+  void RememberTooLarge(const boost::asio::ip::udp::endpoint& to, std::size_t segmentSize) noexcept;
+  // The n datagrams at m_head left the batch, sent (`sent`) or failed.
+  void Advance(std::size_t n, bool sent) noexcept;
   void Compact() noexcept;
   FlushResult FlushOneByOne(boost::asio::ip::udp::socket& socket);
 
@@ -101,7 +138,14 @@ class SendBatch {
   std::size_t m_count = 0;
   std::size_t m_end = 0;  // bytes used in m_bytes
   bool m_segmentation;
-  bool m_refuseNextSegmented = false;
+  // The datagrams [m_head, m_head + m_unsegmentedLeft) go one per message: their segmented send
+  // failed. m_pendingRefusal: it failed as a refusal would (EIO, EINVAL, ENOPROTOOPT), which is
+  // concluded if the socket takes one of them alone.
+  std::size_t m_unsegmentedLeft = 0;
+  bool m_pendingRefusal = false;
+  std::array<TooLarge, kTooLargePeers> m_tooLarge;
+  bool m_anyTooLarge = false;   // m_tooLarge has had an entry (until then it is not searched)
+  int m_failNextSegmented = 0;  // errno for the next segmented send (test hook); 0: none
   BatchCounters m_counters;
   struct System;  // the sendmmsg headers (Linux)
   std::unique_ptr<System> m_system;
@@ -118,18 +162,27 @@ class ReceiveBatch {
   ReceiveBatch& operator=(const ReceiveBatch&) = delete;
 
   // Asks the kernel for UDP_GRO on `socket`. False if it refused (counted; the batch then
-  // receives one datagram per message) or the platform has no such option.
+  // receives one datagram per message) or the platform has no such option. Once per socket: a
+  // further batch reading the same socket calls ShareReceiveOffload instead.
   bool EnableReceiveOffload(boost::asio::ip::udp::socket& socket);
+  // This batch reads the socket `first` asked for UDP_GRO (EnableReceiveOffload), as `first`
+  // does: with the segment sizes if the kernel agreed, without asking it again or counting.
+  void ShareReceiveOffload(const ReceiveBatch& first) noexcept {
+    m_receiveOffload = first.m_receiveOffload;
+  }
+  bool ReceiveOffload() const noexcept { return m_receiveOffload; }
 
   // One non-blocking system call. Returns how many messages arrived (each may hold several
-  // datagrams), 0 with `error` set (would_block when nothing is waiting).
+  // datagrams; one cut short by its buffer is counted here and in truncatedDatagrams, and
+  // ForEachDatagram skips it), 0 with `error` set (would_block when nothing is waiting).
   std::size_t Receive(boost::asio::ip::udp::socket& socket, boost::system::error_code& error);
 
-  // Calls visit(from, data, size) for every datagram of the last Receive, in arrival order.
+  // Calls visit(from, data, size) for every whole datagram of the last Receive, in arrival order.
   template <class Visit>
   void ForEachDatagram(Visit&& visit) const {
     for (std::size_t i = 0; i < m_received; ++i) {
       const Message& message = m_messages[i];
+      if (message.dropped) continue;
       const std::uint8_t* data = Buffer(i);
       const std::size_t step = message.segmentSize != 0 ? message.segmentSize : message.size;
       std::size_t offset = 0;
@@ -145,12 +198,18 @@ class ReceiveBatch {
 
   // Test hook: the next EnableReceiveOffload fails as if the kernel refused it (ENOPROTOOPT).
   void RefuseNextReceiveOffloadForTesting() noexcept { m_refuseNextOffload = true; }
+  // Test hook: the following Receives offer the kernel at most `bytes` of each buffer, so that a
+  // longer datagram (or GRO buffer) arrives cut short, as one over kMessageSize would.
+  void LimitMessageSizeForTesting(std::size_t bytes) noexcept {
+    m_messageLimit = bytes < kMessageSize ? bytes : kMessageSize;
+  }
 
  private:
   struct Message {
     boost::asio::ip::udp::endpoint from;
     std::size_t size = 0;
     std::size_t segmentSize = 0;  // GRO: the datagrams' size (the last may be shorter); 0: one
+    bool dropped = false;         // cut short (MSG_TRUNC) with no whole datagram in it
   };
   const std::uint8_t* Buffer(std::size_t i) const noexcept {
     return m_bytes.get() + i * kMessageSize;
@@ -161,6 +220,7 @@ class ReceiveBatch {
   std::size_t m_received = 0;
   bool m_receiveOffload = false;
   bool m_refuseNextOffload = false;
+  std::size_t m_messageLimit = kMessageSize;  // bytes of each buffer offered (test hook)
   BatchCounters m_counters;
   struct System;  // the recvmmsg headers (Linux)
   std::unique_ptr<System> m_system;

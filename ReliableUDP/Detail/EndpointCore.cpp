@@ -68,6 +68,13 @@ void EndpointCore::HandleDatagram(const Address& from, const std::uint8_t* data,
   auto& stats = m_context.stats;
   ++stats.datagramsReceived;
   stats.bytesReceived += size;
+  if (from.port == 0) {
+    // Nothing can be sent to port 0 (the send fails: EINVAL on Linux), so the source is spoofed
+    // and no answer (Cookie, Refusal, Reset) could reach it. Dropped before anything else: every
+    // path into the engine (the socket's, the simulated network's) comes through here.
+    ++stats.droppedSourcePortZero;
+    return;
+  }
   if (size > m_context.options.maxDatagramSize) {
     // No peer of ours sends one (each sends at most the smaller of both maxDatagramSizes, and a
     // Hello is exactly kHelloSize): not worth a parse, nor a checksum over 64 KB.

@@ -783,11 +783,11 @@ class Harness {
       Check(stats.connectionsOpen <= 1, std::string(side == kClient ? "client" : "server") +
                                             " has " + std::to_string(stats.connectionsOpen) +
                                             " connections open");
-      const std::uint64_t dropped = stats.droppedMalformed + stats.droppedBadChecksum +
-                                    stats.droppedUnknownConnection + stats.droppedBadCookie +
-                                    stats.droppedNotAccepting + stats.droppedBacklogFull +
-                                    stats.droppedUnexpected + stats.droppedTooFragmented +
-                                    stats.droppedWrongAddress + stats.droppedOversize;
+      const std::uint64_t dropped =
+          stats.droppedMalformed + stats.droppedBadChecksum + stats.droppedUnknownConnection +
+          stats.droppedBadCookie + stats.droppedNotAccepting + stats.droppedBacklogFull +
+          stats.droppedUnexpected + stats.droppedTooFragmented + stats.droppedWrongAddress +
+          stats.droppedOversize + stats.droppedSourcePortZero;
       Check(dropped <= stats.datagramsReceived, "more datagrams dropped than received");
       Check(stats.connectionsAccepted <= stats.datagramsReceived, "more accepted than received");
       CheckMemoryBounds(side, stats);

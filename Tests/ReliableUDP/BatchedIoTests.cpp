@@ -17,6 +17,25 @@
 #include "Support/IoThreads.h"
 #include "UdpSocket/DatagramBatch.h"
 
+#ifdef __linux__
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
+#endif
+
 using namespace timerwheel;
 using namespace timerwheel::test;
 using Udp = boost::asio::ip::udp;
@@ -69,6 +88,81 @@ std::vector<Datagram> ReceiveAll(Udp::socket& socket, udp::ReceiveBatch& batch,
   }
   return received;
 }
+
+// Datagram i of a run: `size` bytes that say which datagram they are.
+std::vector<std::uint8_t> Numbered(std::size_t i, std::size_t size) {
+  std::vector<std::uint8_t> bytes(size);
+  for (std::size_t b = 0; b < size; ++b) bytes[b] = static_cast<std::uint8_t>(i * 7 + b);
+  return bytes;
+}
+
+#ifdef __linux__
+// Whether this kernel segments a run sent to loopback (Linux 4.18 and later, UDP_SEGMENT).
+bool KernelSegments(boost::asio::io_context& io) {
+  Udp::socket sender = OpenSocket(io);
+  Udp::socket sink = OpenSocket(io);
+  udp::SendBatch probe(2, kMaxDatagram, true);
+  const std::vector<std::uint8_t> bytes(kMaxDatagram);
+  probe.Add(sink.local_endpoint(), bytes.data(), bytes.size());
+  probe.Add(sink.local_endpoint(), bytes.data(), bytes.size());
+  probe.Flush(sender);
+  return probe.Counters().segmentedMessages == 1;
+}
+
+// Runs `body` in a child process (fork: call it while this process runs no other thread) and
+// returns what it printed on its standard output, "" if it did not end within a minute.
+std::string OutputOfChild(const std::function<void()>& body) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::fflush(nullptr);  // or the child would print what this process had buffered
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    body();
+    std::fflush(stdout);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string output;
+  for (;;) {
+    pollfd readable{fds[0], POLLIN, 0};
+    if (::poll(&readable, 1, 60'000) <= 0) {
+      ::kill(pid, SIGKILL);
+      output.clear();
+      break;
+    }
+    char buffer[256];
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    output.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return output;
+}
+
+// From here on this thread's setsockopt(SOL_UDP, UDP_GRO) fails with ENOPROTOOPT, as on a kernel
+// without receive offload (seccomp; for a child process only: it cannot be undone).
+bool RefuseReceiveOffloadInThisProcess() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsockopt, 0, 5),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_UDP, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, UDP_GRO, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOPROTOOPT),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  const sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+#endif
 
 }  // namespace
 
@@ -217,3 +311,175 @@ TEST_CASE("the batched and the one-per-call endpoint deliver the same messages, 
     CHECK(batched.server.receiveSystemCalls <= batched.server.datagramsReceived);
   }
 }
+
+#ifdef __linux__
+TEST_CASE("a segmented run the kernel fails goes out unsegmented, and only a refusal turns GSO off",
+          "[.][realtime][rudp][batched]") {
+  // The error the kernel gives the run's segmented send, and whether the same datagrams sent
+  // one by one make it a refusal of segmentation. EMSGSIZE: the segment size is over the path's
+  // MTU (Linux 6.13 and 6.1.129 on; before, EINVAL): only that run, and that peer's, go
+  // unsegmented. ENOBUFS: a transient error of that one message.
+  const auto [error, refusal] = GENERATE(table<int, bool>(
+      {{EMSGSIZE, false}, {ENOBUFS, false}, {EIO, true}, {EINVAL, true}, {ENOPROTOOPT, true}}));
+  CAPTURE(error, refusal);
+  boost::asio::io_context io;
+  if (!KernelSegments(io)) {
+    WARN("this kernel does not segment: nothing to test");
+    return;
+  }
+  Udp::socket sender = OpenSocket(io);
+  Udp::socket first = OpenSocket(io);
+  Udp::socket second = OpenSocket(io);
+  udp::SendBatch batch(64, kMaxDatagram, true);
+  udp::ReceiveBatch firstBatch(8), secondBatch(8);
+  std::vector<Datagram> toFirst, toSecond;
+  std::size_t next = 0;
+  const auto addRuns = [&] {  // a run of 10 to the first peer, then one of 10 to the second
+    for (int i = 0; i < 20; ++i, ++next) {
+      const bool second_ = i >= 10;
+      const std::vector<std::uint8_t> bytes = Numbered(next, kMaxDatagram);
+      batch.Add(second_ ? second.local_endpoint() : first.local_endpoint(), bytes.data(),
+                bytes.size());
+      (second_ ? toSecond : toFirst).push_back({sender.local_endpoint(), bytes});
+    }
+  };
+
+  addRuns();
+  batch.FailNextSegmentedSendForTesting(error);
+  const udp::SendBatch::FlushResult result = batch.Flush(sender);
+  CHECK(result.sent == 20);
+  CHECK(result.failed == 0);
+  CHECK(ReceiveAll(first, firstBatch, 10) == toFirst);
+  CHECK(ReceiveAll(second, secondBatch, 10) == toSecond);
+  const udp::BatchCounters& counters = batch.Counters();
+  CHECK(counters.offloadRefusals == (refusal ? 1u : 0u));
+  CHECK(batch.SegmentationOffload() == !refusal);
+  CHECK(counters.segmentedMessages == (refusal ? 0u : 1u));  // the second peer's run
+
+  // Again, with no error injected: after EMSGSIZE the first peer's runs of that size go
+  // unsegmented (remembered), the second's segmented.
+  toFirst.clear();
+  toSecond.clear();
+  addRuns();
+  CHECK(batch.Flush(sender).sent == 20);
+  CHECK(ReceiveAll(first, firstBatch, 10) == toFirst);
+  CHECK(ReceiveAll(second, secondBatch, 10) == toSecond);
+  CHECK(counters.offloadRefusals == (refusal ? 1u : 0u));
+  CHECK(counters.segmentedMessages == (refusal ? 0u : error == EMSGSIZE ? 2u : 3u));
+}
+#endif
+
+TEST_CASE("datagrams to port 0 fail alone and leave segmentation on",
+          "[.][realtime][rudp][batched]") {
+  // What the engine sends when it answers two Hellos spoofed from port 0: a run of two to an
+  // address the kernel refuses (EINVAL on Linux) before it looks at the segmentation.
+  boost::asio::io_context io;
+  Udp::socket sender = OpenSocket(io);
+  Udp::socket receiver = OpenSocket(io);
+  udp::SendBatch batch(64, kMaxDatagram, true);
+  const Udp::endpoint portZero(kAnyLoopback.address(), 0);
+  const std::vector<std::uint8_t> cookie = Numbered(0, 37);
+  batch.Add(portZero, cookie.data(), cookie.size());
+  batch.Add(portZero, cookie.data(), cookie.size());
+  const udp::SendBatch::FlushResult result = batch.Flush(sender);
+  CHECK(result.failed == 2);
+  CHECK(result.sent == 0);
+  CHECK(batch.Empty());
+  CHECK(batch.Counters().offloadRefusals == 0);
+  CHECK(batch.SegmentationOffload() == udp::BatchedSystemCallsAvailable());
+
+  // The next run to a real peer is still segmented (where the kernel can).
+  std::vector<Datagram> sent;
+  for (std::size_t i = 0; i < 10; ++i) {
+    const std::vector<std::uint8_t> bytes = Numbered(i, kMaxDatagram);
+    batch.Add(receiver.local_endpoint(), bytes.data(), bytes.size());
+    sent.push_back({sender.local_endpoint(), bytes});
+  }
+  CHECK(batch.Flush(sender).sent == 10);
+  udp::ReceiveBatch receive(8);
+  CHECK(ReceiveAll(receiver, receive, sent.size()) == sent);
+  if (udp::BatchedSystemCallsAvailable()) {
+    CHECK((batch.Counters().segmentedMessages == 1 || batch.Counters().offloadRefusals == 1));
+  }
+}
+
+#ifdef __linux__
+TEST_CASE("a datagram cut short by the receive buffer is dropped and counted, never handed on",
+          "[.][realtime][rudp][batched]") {
+  // The buffers are 64 KiB, which every UDP datagram fits but a GRO buffer may not (where
+  // gro_max_size was raised); the hook offers the kernel 1,000 bytes of each instead.
+  boost::asio::io_context io;
+  Udp::socket sender = OpenSocket(io);
+  Udp::socket receiver = OpenSocket(io);
+  udp::ReceiveBatch receive(8);
+  receive.LimitMessageSizeForTesting(1000);
+  std::vector<Datagram> expected;
+  for (const std::size_t size : std::initializer_list<std::size_t>{100, 2000, 1000, 1001, 0, 300}) {
+    const std::vector<std::uint8_t> bytes = Numbered(size, size);
+    sender.send_to(boost::asio::buffer(bytes), receiver.local_endpoint());
+    if (size <= 1000) expected.push_back({sender.local_endpoint(), bytes});
+  }
+  CHECK(ReceiveAll(receiver, receive, expected.size()) == expected);
+  CHECK(receive.Counters().truncatedDatagrams == 2);
+}
+
+TEST_CASE("a coalesced buffer cut short hands on its whole datagrams and counts the rest",
+          "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  Udp::socket sender = OpenSocket(io);
+  Udp::socket receiver = OpenSocket(io);
+  udp::ReceiveBatch receive(8);
+  if (!receive.EnableReceiveOffload(receiver) || !KernelSegments(io)) {
+    WARN("this kernel does not coalesce: nothing to test");
+    return;
+  }
+  receive.LimitMessageSizeForTesting(4500);
+  udp::SendBatch batch(64, kMaxDatagram, true);
+  std::vector<Datagram> sent;
+  for (std::size_t i = 0; i < 10; ++i) {  // one segmented send of 10 x 1,000 bytes
+    sent.push_back({sender.local_endpoint(), Numbered(i, 1000)});
+    batch.Add(receiver.local_endpoint(), sent.back().bytes.data(), 1000);
+  }
+  REQUIRE(batch.Flush(sender).sent == 10);
+  REQUIRE(batch.Counters().segmentedMessages == 1);
+  const std::vector<std::uint8_t> after = Numbered(99, 200);
+  sender.send_to(boost::asio::buffer(after), receiver.local_endpoint());
+  const std::vector<Datagram> received = ReceiveAll(receiver, receive, 5);
+  if (receive.Counters().coalescedMessages == 0) {  // delivered one by one: none was cut
+    CHECK(received == std::vector<Datagram>(sent.begin(), sent.begin() + 5));
+    return;
+  }
+  // 4,500 of the 10,000 bytes fit: the first four datagrams whole, the other six lost.
+  std::vector<Datagram> expected(sent.begin(), sent.begin() + 4);
+  expected.push_back({sender.local_endpoint(), after});
+  CHECK(received == expected);
+  CHECK(receive.Counters().truncatedDatagrams == 6);
+}
+
+TEST_CASE("a kernel's refusal of receive offload counts once per socket, however many shards",
+          "[.][realtime][rudp][batched]") {
+  // In a child process whose setsockopt(UDP_GRO) the kernel refuses (seccomp): each shard has a
+  // receiver reading the one socket, and the socket was refused once.
+  const std::string output = OutputOfChild([] {
+    if (!RefuseReceiveOffloadInThisProcess()) {
+      std::printf("no seccomp");
+      return;
+    }
+    std::uint64_t refusals = 0;
+    {
+      IoThreads io(1);
+      rudp::EndpointOptions options;
+      options.shards = 4;
+      rudp::Endpoint endpoint(io.Io(), kAnyLoopback, options);
+      refusals = endpoint.GetStatistics().offloadRefusals;
+      endpoint.Close();
+    }
+    std::printf("offloadRefusals %llu", static_cast<unsigned long long>(refusals));
+  });
+  if (output == "no seccomp") {
+    WARN("seccomp is not available here: nothing to test");
+    return;
+  }
+  CHECK(output == "offloadRefusals 1");
+}
+#endif

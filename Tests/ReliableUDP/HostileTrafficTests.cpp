@@ -2,6 +2,7 @@
 // bit-flipped datagrams, unknown connection IDs, replays, optimistic and overflowing ACKs,
 // overlapping and oversized fragments, unbounded reassembly, and a spoofed handshake flood.
 // Each is dropped and counted, never crashes, and never delivers corrupted or duplicated data.
+#include <array>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <random>
@@ -27,7 +28,7 @@ std::uint64_t Dropped(const rudp::EndpointStatistics& s) {
   return s.droppedMalformed + s.droppedBadChecksum + s.droppedUnknownConnection +
          s.droppedBadCookie + s.droppedNotAccepting + s.droppedBacklogFull + s.droppedUnexpected +
          s.droppedProtocolViolation + s.droppedTooFragmented + s.droppedWrongAddress +
-         s.droppedOversize;
+         s.droppedOversize + s.droppedSourcePortZero;
 }
 
 void PutVarInt(std::vector<std::uint8_t>& out, std::uint64_t value) {
@@ -311,6 +312,47 @@ TEST_CASE("overlapping oversized and never-completing fragments are bounded and 
     // The default window is 2 MiB: at most its chunks, never more.
     CHECK(pool.ChunksInUse() <= (2u << 20) / ChunkPool::kChunkSize + 1);
   }
+}
+
+// Nothing can be sent to port 0 (Linux fails the send with EINVAL), so a datagram from it is
+// spoofed. Answered, two of them in one read went out as one segmented run the kernel refused,
+// which turned the shard's segmentation offload off for good: a remote sender changed the
+// endpoint's configuration. Every path into the engine goes through EndpointCore::OnDatagram.
+TEST_CASE("datagrams from source port 0 are dropped where they enter the engine, unanswered",
+          "[rudp][sim][hostile][handshake]") {
+  SimulatedNetwork network(131);
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  SimulatedHost& server = network.AddHost(9000, options);
+  std::uint64_t toPortZero = 0;
+  network.tap = [&](const Udp::endpoint&, const Udp::endpoint& to,
+                    const std::vector<std::uint8_t>&) { toPortZero += to.port() == 0 ? 1 : 0; };
+  const Udp::endpoint spoofed(boost::asio::ip::make_address_v4("10.0.0.7"), 0);
+  server.Deliver(spoofed, HelloDatagram(0x1234));  // two Hellos: each would draw a Cookie
+  server.Deliver(spoofed, HelloDatagram(0x5678));
+  std::array<std::uint8_t, kCookieSize> forged{};
+  server.Deliver(spoofed, HelloWithCookieDatagram(0x1234, forged));
+  // A Data packet for no connection, large enough to draw a stateless Reset.
+  server.Deliver(spoofed, RawDataPacket(0x4242'4242, 7, std::vector<std::uint8_t>(200, 0)));
+  network.RunFor(kSecond);
+  const auto stats = server.Statistics();
+  CHECK(stats.droppedSourcePortZero == 4);
+  CHECK(stats.datagramsReceived == 4);
+  CHECK(Dropped(stats) == 4);
+  CHECK(stats.cookiesSent == 0);
+  CHECK(stats.statelessResetsSent == 0);
+  CHECK(stats.datagramsSent == 0);
+  CHECK(toPortZero == 0);
+
+  // A real client still connects.
+  SimulatedHost& client = network.AddHost(9001);
+  std::shared_ptr<Connection> accepted, connected;
+  server.Accept([&](boost::system::error_code, std::shared_ptr<Connection> c) { accepted = c; });
+  client.Connect(server.Address(),
+                 [&](boost::system::error_code ec, std::shared_ptr<Connection> c) {
+                   if (!ec) connected = c;
+                 });
+  CHECK(network.RunFor(10 * kSecond, [&] { return connected && accepted; }));
 }
 
 TEST_CASE("a spoofed handshake flood creates no state and a real client still connects",

@@ -23,6 +23,31 @@ void Require(bool condition, const char* what) {
 constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
 bool AtMostMaxBytes(std::size_t bytes) { return std::uint64_t{bytes} <= kMaxBytes; }
 
+// The key-exchange shares (see EndpointOptions.h): the defaults, a tenth and a quarter of the
+// rate, are filled in only after what the caller set has been checked, and clipped to it, so
+// that an error never names an option the caller did not set.
+void FillKeyExchangeShares(EndpointOptions& options) {
+  const std::size_t rate = options.newConnectionsPerSecond;
+  std::size_t& address = options.keyExchangesPerAddressPerSecond;
+  std::size_t& prefix = options.keyExchangesPerPrefixPerSecond;
+  if (rate == 0) {
+    Require(address == 0 && prefix == 0,
+            "keyExchangesPerAddressPerSecond and keyExchangesPerPrefixPerSecond need "
+            "newConnectionsPerSecond (with it 0, key exchanges are not limited at all)");
+    return;
+  }
+  Require(address <= rate,
+          "keyExchangesPerAddressPerSecond must be at most newConnectionsPerSecond");
+  Require(prefix <= rate, "keyExchangesPerPrefixPerSecond must be at most newConnectionsPerSecond");
+  Require(address == 0 || prefix == 0 || address <= prefix,
+          "keyExchangesPerAddressPerSecond must be at most keyExchangesPerPrefixPerSecond");
+  if (address == 0) {
+    address = std::max<std::size_t>(1, rate / 10);
+    if (prefix != 0) address = std::min(address, prefix);
+  }
+  if (prefix == 0) prefix = std::max({std::size_t{1}, rate / 4, address});
+}
+
 }  // namespace
 
 EndpointOptions ValidateOptions(EndpointOptions options) {
@@ -78,6 +103,7 @@ EndpointOptions ValidateOptions(EndpointOptions options) {
   Require(options.timerQueue == TimerQueueKind::Wheel || options.timerQueue == TimerQueueKind::Heap,
           "timerQueue must be Wheel or Heap");
   Require(options.statelessRepliesPerSecond >= 1, "statelessRepliesPerSecond must be at least 1");
+  FillKeyExchangeShares(options);
   Require(options.shards >= 1 && options.shards <= 64, "shards must be in [1, 64]");
   Require(options.socketReceiveBufferSize >= 1 && options.socketSendBufferSize >= 1,
           "socketReceiveBufferSize and socketSendBufferSize must be at least 1 byte");

@@ -89,6 +89,19 @@ struct EndpointOptions {
   std::size_t maxConnectionsPerAddress = 1024;
   std::size_t maxConnectionsPerPrefix = 4096;
   std::size_t newConnectionsPerSecond = 10'000;
+  // Keyed handshakes (a server with serverSecretKey): each costs a key exchange (an X25519)
+  // before the server can tell a client from junk replaying a valid cookie, so each shard spends
+  // at most newConnectionsPerSecond of them (a one-second burst; beyond, a Refusal). Of those, one
+  // IP address may take at most keyExchangesPerAddressPerSecond and one /24 (IPv4) or /56 (IPv6)
+  // prefix at most keyExchangesPerPrefixPerSecond (each a one-second burst; beyond, a Refusal,
+  // counted in EndpointStatistics::refusedOverKeyExchangeShare), so that one host, or one
+  // network, cannot spend everyone's budget. 0: a tenth and a quarter of newConnectionsPerSecond
+  // (1,000 and 2,500 at the defaults: a NAT with many clients behind one address still opens 1,000
+  // keyed connections at once and 1,000 a second after, filling its maxConnectionsPerAddress
+  // within about a second). At most newConnectionsPerSecond, the address's at most the prefix's;
+  // both must stay 0 when newConnectionsPerSecond is 0 (key exchanges then are not limited).
+  std::size_t keyExchangesPerAddressPerSecond = 0;
+  std::size_t keyExchangesPerPrefixPerSecond = 0;
   // Refusals and stateless resets sent per second, together (each is smaller than the datagram
   // it answers, so neither amplifies).
   std::size_t statelessRepliesPerSecond = 1000;

@@ -34,7 +34,7 @@ class Category final : public boost::system::error_category {
       case Error::ConnectionReset:
         return "connection reset by peer (stateless reset)";
       case Error::AuthenticationFailed:
-        return "server authentication failed";
+        return "authentication failed (of the server, or too many forged packets)";
     }
     return "unknown ReliableUDP error";
   }

@@ -27,7 +27,10 @@ enum class Error {
   // AsyncConnect: the server could not be authenticated. The client pinned a server key and the
   // server did not prove it holds the matching secret key (another key, a tampered or replayed
   // handshake, or a plaintext server: no downgrade); or the server requires encryption and the
-  // client pinned no key.
+  // client pinned no key. Also why an encrypted connection ended: so many packets failed
+  // authentication (forgeries, whoever sent them) that the AEAD's integrity limit was reached
+  // (RFC 9001 6.6: 2^36 for ChaCha20-Poly1305, 2^52 for AES-256-GCM), past which a forgery
+  // could no longer be ruled out; the peer sees AbortedByPeer.
   AuthenticationFailed,
 };
 

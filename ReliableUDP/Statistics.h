@@ -181,6 +181,11 @@ struct EndpointStatistics {
   // A keyed handshake whose connection already ended, sent again while its cookie still verifies:
   // a replay (the client itself never resends one after its connection was established).
   std::uint64_t droppedReplayedHandshake = 0;
+  // Keyed handshakes refused (a Refusal; counted in connectionsRefused too) because their source
+  // address or its /24 (/56) prefix had spent its share of the key-exchange budget
+  // (EndpointOptions::keyExchangesPerAddressPerSecond, keyExchangesPerPrefixPerSecond): a host
+  // replaying a valid cookie with junk, or a burst from behind one NAT.
+  std::uint64_t refusedOverKeyExchangeShare = 0;
   // The socket path (filled in by the Asio endpoint; 0 in the simulated network).
   std::uint64_t sendSystemCalls = 0;
   std::uint64_t receiveSystemCalls = 0;  // that returned datagrams

@@ -24,6 +24,10 @@ struct Address {
 
   // The address bytes that matter: 4 for IPv4, 16 for IPv6 (what a handshake cookie binds).
   std::size_t ByteCount() const noexcept { return family == Family::V4 ? 4 : 16; }
+  // The leading bytes that name the network the address is in, as one customer typically gets
+  // it: /24 for IPv4, /56 for IPv6. The admission limits and the key-exchange shares count a
+  // prefix's addresses together.
+  std::size_t PrefixByteCount() const noexcept { return family == Family::V4 ? 3 : 7; }
 
   friend bool operator==(const Address& a, const Address& b) noexcept {
     return a.family == b.family && a.port == b.port && a.scopeId == b.scopeId && a.bytes == b.bytes;

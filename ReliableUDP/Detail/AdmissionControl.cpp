@@ -5,12 +5,6 @@
 #include <cstring>
 
 namespace timerwheel::rudp::detail {
-namespace {
-
-constexpr std::size_t kV4PrefixBytes = 3;  // /24
-constexpr std::size_t kV6PrefixBytes = 7;  // /56
-
-}  // namespace
 
 AdmissionControl::AdmissionControl(const EndpointOptions& options)
     : m_maxConnections(options.maxConnections),
@@ -30,9 +24,7 @@ AdmissionControl::Key AdmissionControl::AddressKey(const Address& address) noexc
 AdmissionControl::Key AdmissionControl::PrefixKey(const Address& address) noexcept {
   Key key;
   key.bytes[0] = static_cast<std::uint8_t>(address.family);
-  const std::size_t length =
-      address.family == Address::Family::V4 ? kV4PrefixBytes : kV6PrefixBytes;
-  std::memcpy(key.bytes.data() + 1, address.bytes.data(), length);
+  std::memcpy(key.bytes.data() + 1, address.bytes.data(), address.PrefixByteCount());
   return key;
 }
 

@@ -271,7 +271,7 @@ bool ConnectionCore::OnSecureWelcome(const DecodedPacket& packet, const std::uin
   const bool aes = (flags & kHandshakeFlagAes256Gcm) != 0 && m_context.aes256GcmAvailable;
   m_keys = std::make_unique<ConnectionKeys>(
       aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305, schedule.Split(), true,
-      m_context.packetsPerKey);
+      m_context.packetsPerKey, m_context.integrityLimit);
   m_cold->clientHandshake.reset();
   m_peerId = header.source;
   m_peerResetToken = resetToken;
@@ -295,9 +295,9 @@ void ConnectionCore::StartSecureServer(ConnectionId peerId, const TransportParam
   Cold& cold = MakeCold();
   if (clientTokenSize > 0) cold.clientToken.assign(clientToken, clientToken + clientTokenSize);
   m_keys = std::make_unique<ConnectionKeys>(start.algorithm, start.secrets, false,
-                                            m_context.packetsPerKey);
+                                            m_context.packetsPerKey, m_context.integrityLimit);
   cold.secureStart = std::make_unique<SecureStart>(start);
-  sodium_memzero(&cold.secureStart->secrets, sizeof cold.secureStart->secrets);
+  cold.secureStart->secrets.Wipe();  // in m_keys now; only the Welcome key is needed again
   StartServer(peerId, peer, peerResetToken, now);
 }
 
@@ -425,6 +425,13 @@ void ConnectionCore::OnSecureDataPacket(const DecodedPacket& packet, const std::
   if (!m_keys->Open(packet.header.packetNumber, packet.header.keyPhase, opened,
                     packet.authenticatedSize, size, plaintextSize)) {
     ++m_context.stats.droppedAuthenticationFailed;  // forged, altered, or another key's
+    if (m_keys->IntegrityLimitReached()) {
+      // RFC 9001 6.6: this many forgery attempts (2^36 for ChaCha20-Poly1305) and one may have
+      // got through unseen: the keys are spent. The peer is told (under keys that still seal:
+      // the limit is on opening), and the connection ends now.
+      SendAbortPacket(CloseCode::Aborted);
+      Terminate(EngineError::AuthenticationFailed);
+    }
     return;
   }
   AfterKeyUse(now);

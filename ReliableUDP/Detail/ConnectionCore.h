@@ -91,6 +91,7 @@ class ConnectionCore final : private IPacketFate {
 
   // The encrypted handshake (options.serverSecretKey / serverPublicKey; docs/reliable-udp.md,
   // "Encryption"). Server side: what the endpoint derived from the client's SecureHelloWithCookie.
+  // Its secrets wipe themselves when it goes (PacketKey, TrafficSecrets), on every path.
   struct SecureStart {
     X25519Key ephemeralPublic{};  // ours, sent in the Welcome
     PacketKey welcomeKey;
@@ -128,7 +129,8 @@ class ConnectionCore final : private IPacketFate {
   // --- Network ----------------------------------------------------------------------------
   void OnDataPacket(const DecodedPacket& packet, std::size_t datagramSize, Microseconds now);
   // A SecureData packet: opened in a copy of `datagram`, then handled as OnDataPacket; dropped
-  // (nothing changes) if it does not authenticate.
+  // (nothing else changes) if it does not authenticate, except that the failure that reaches
+  // the AEAD's integrity limit ends the connection with AuthenticationFailed (ConnectionKeys.h).
   void OnSecureDataPacket(const DecodedPacket& packet, const std::uint8_t* datagram,
                           std::size_t size, Microseconds now);
   void OnTimer(TimerKind kind, Microseconds now);
@@ -346,6 +348,7 @@ class ConnectionCore final : private IPacketFate {
   const ConnectionSlot m_slot;
 
   // Encryption. Client, while connecting: its ephemeral key and the key schedule after "e, es".
+  // Each member wipes itself when the handshake goes (X25519KeyPair, KeySchedule, PacketKey).
   struct ClientHandshake {
     explicit ClientHandshake(const X25519Key& serverKey) : schedule(serverKey) {}
     X25519KeyPair ephemeral;

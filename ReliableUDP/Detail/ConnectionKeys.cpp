@@ -6,9 +6,13 @@
 namespace timerwheel::rudp::detail {
 
 ConnectionKeys::ConnectionKeys(AeadAlgorithm algorithm, const TrafficSecrets& secrets,
-                               bool isClient, std::uint64_t packetsPerKey)
+                               bool isClient, std::uint64_t packetsPerKey,
+                               std::uint64_t integrityLimit)
     : m_algorithm(algorithm),
       m_packetsPerKey(packetsPerKey > 0 ? packetsPerKey : 1),
+      m_integrityLimit(integrityLimit > 0 && integrityLimit < IntegrityLimit(algorithm)
+                           ? integrityLimit
+                           : IntegrityLimit(algorithm)),
       m_sendSecret(isClient ? secrets.client : secrets.server) {
   const HkdfKey& receiveSecret = isClient ? secrets.server : secrets.client;
   m_nextReceiveSecret = NextTrafficSecret(receiveSecret);
@@ -37,8 +41,10 @@ std::size_t ConnectionKeys::Seal(PacketNumber packetNumber, std::uint8_t* packet
 bool ConnectionKeys::Open(PacketNumber packetNumber, bool phaseBit, std::uint8_t* packet,
                           std::size_t headerSize, std::size_t sealedSize,
                           std::size_t& payloadSize) {
+  if (IntegrityLimitReached()) return false;  // RFC 9001 6.6: no more packets are processed
   if (phaseBit == ((m_phase & 1) != 0)) {
-    if (!ReceiveKey(m_phase)->Open(packetNumber, packet, headerSize, sealedSize, payloadSize)) {
+    if (!OpenWith(*ReceiveKey(m_phase), packetNumber, packet, headerSize, sealedSize,
+                  payloadSize)) {
       return false;
     }
     m_peerInPhase = true;
@@ -47,19 +53,29 @@ bool ConnectionKeys::Open(PacketNumber packetNumber, bool phaseBit, std::uint8_t
   }
   // The other bit: from before the current phase (reordered), or the peer has moved on.
   if (m_hasPrevious && packetNumber < m_lowestReceivedInPhase) {
-    return ReceiveKey(m_phase - 1)->Open(packetNumber, packet, headerSize, sealedSize, payloadSize);
+    return OpenWith(*ReceiveKey(m_phase - 1), packetNumber, packet, headerSize, sealedSize,
+                    payloadSize);
   }
   // A peer moves on only after it opened a packet of ours in the current phase, so we have sealed
   // one: else this is a peer forcing updates back to back (each costs us key derivations and two
   // key set-ups), refused before it costs even the AEAD (RFC 9001 6.1's rule, checked on receipt).
   if (m_sealedInPhase == 0) return false;
-  if (!ReceiveKey(m_phase + 1)->Open(packetNumber, packet, headerSize, sealedSize, payloadSize)) {
+  if (!OpenWith(*ReceiveKey(m_phase + 1), packetNumber, packet, headerSize, sealedSize,
+                payloadSize)) {
     return false;
   }
   MoveToNextPhase();  // the peer updated: follow it
   m_peerInPhase = true;
   m_lowestReceivedInPhase = packetNumber;
   return true;
+}
+
+bool ConnectionKeys::OpenWith(const PacketProtection& key, PacketNumber packetNumber,
+                              std::uint8_t* packet, std::size_t headerSize, std::size_t sealedSize,
+                              std::size_t& payloadSize) noexcept {
+  if (key.Open(packetNumber, packet, headerSize, sealedSize, payloadSize)) return true;
+  ++m_failedOpens;  // a forgery attempt, whoever sent it (RFC 9001 6.6 counts every key's)
+  return false;
 }
 
 void ConnectionKeys::DiscardPreviousKey() noexcept {

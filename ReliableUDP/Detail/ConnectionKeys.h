@@ -29,13 +29,28 @@ namespace timerwheel::rudp::detail {
 // number is below every number received in the current phase, else from the next.
 // TakePhaseChange tells the owner that a phase change happened, so it can time the discard.
 //
+// Integrity limit (RFC 9001 6.6): every packet that fails to open is an attempt at a forgery,
+// and past the AEAD's limit of such attempts, across all keys of the connection, a forgery can no
+// longer be ruled out: 2^36 for ChaCha20-Poly1305, 2^52 for AES-256-GCM. The count lives here,
+// with the keys, so that only encrypted connections pay for it; once it reaches the limit
+// nothing opens any more and IntegrityLimitReached tells the connection to end.
+//
 // No allocation after construction. Not thread-safe (the connection's caller serialises).
 class ConnectionKeys {
  public:
   static constexpr std::uint64_t kDefaultPacketsPerKey = std::uint64_t{1} << 22;
+  static constexpr std::uint64_t kChaCha20Poly1305IntegrityLimit = std::uint64_t{1} << 36;
+  static constexpr std::uint64_t kAes256GcmIntegrityLimit = std::uint64_t{1} << 52;
+  static constexpr std::uint64_t IntegrityLimit(AeadAlgorithm algorithm) noexcept {
+    return algorithm == AeadAlgorithm::Aes256Gcm ? kAes256GcmIntegrityLimit
+                                                 : kChaCha20Poly1305IntegrityLimit;
+  }
 
+  // integrityLimit: failed opens that end the connection; 0 (or more than the AEAD's): the
+  // AEAD's. Lower only in tests, which cannot send 2^36 packets.
   ConnectionKeys(AeadAlgorithm algorithm, const TrafficSecrets& secrets, bool isClient,
-                 std::uint64_t packetsPerKey = kDefaultPacketsPerKey);
+                 std::uint64_t packetsPerKey = kDefaultPacketsPerKey,
+                 std::uint64_t integrityLimit = 0);
   ~ConnectionKeys();  // wipes the secrets
   ConnectionKeys(const ConnectionKeys&) = delete;
   ConnectionKeys& operator=(const ConnectionKeys&) = delete;
@@ -48,7 +63,8 @@ class ConnectionKeys {
                    std::size_t payloadSize) noexcept;
 
   // Opens a packet whose header carried `phaseBit`. False (and no change of phase) if it does
-  // not authenticate under the key its bit and number select.
+  // not authenticate under the key its bit and number select (counted against the integrity
+  // limit), and for every packet once the limit is reached.
   bool Open(PacketNumber packetNumber, bool phaseBit, std::uint8_t* packet, std::size_t headerSize,
             std::size_t sealedSize, std::size_t& payloadSize);
 
@@ -62,8 +78,15 @@ class ConnectionKeys {
   bool HasPreviousKey() const noexcept { return m_hasPrevious; }
   std::uint64_t Phase() const noexcept { return m_phase; }
   AeadAlgorithm Algorithm() const noexcept { return m_algorithm; }
+  // Packets that failed to open under these keys (any phase), and whether that reached the
+  // integrity limit: then the connection must end (nothing opens any more).
+  std::uint64_t FailedOpens() const noexcept { return m_failedOpens; }
+  bool IntegrityLimitReached() const noexcept { return m_failedOpens >= m_integrityLimit; }
 
  private:
+  // Opens with `key`, counting a failure.
+  bool OpenWith(const PacketProtection& key, PacketNumber packetNumber, std::uint8_t* packet,
+                std::size_t headerSize, std::size_t sealedSize, std::size_t& payloadSize) noexcept;
   void MoveToNextPhase();
   std::optional<PacketProtection>& ReceiveKey(std::uint64_t phase) noexcept {
     return m_receiveKeys[phase % 3];
@@ -71,6 +94,8 @@ class ConnectionKeys {
 
   AeadAlgorithm m_algorithm;
   std::uint64_t m_packetsPerKey;
+  std::uint64_t m_integrityLimit;
+  std::uint64_t m_failedOpens = 0;
   std::uint64_t m_phase = 0;
   HkdfKey m_sendSecret{};         // the current phase's
   HkdfKey m_nextReceiveSecret{};  // the next phase's (the current one's is needed no more)

@@ -155,6 +155,9 @@ struct EndpointContext {
   // Packets sealed under one key before a key update. Not an option: far below the AEADs'
   // limits by default; tests lower it to see updates (and reordering across them) happen.
   std::uint64_t packetsPerKey = ConnectionKeys::kDefaultPacketsPerKey;
+  // Packets failing authentication that end an encrypted connection (ConnectionKeys: 0, the
+  // AEAD's integrity limit, 2^36 or 2^52). Not an option: tests lower it to reach it.
+  std::uint64_t integrityLimit = 0;
 };
 
 }  // namespace timerwheel::rudp::detail

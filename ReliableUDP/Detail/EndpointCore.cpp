@@ -1,8 +1,6 @@
 // The sans-I/O endpoint (see EndpointCore.h for its thread-safety rules).
 #include "ReliableUDP/Detail/EndpointCore.h"
 
-#include <sodium.h>
-
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -12,6 +10,7 @@
 
 #include "ReliableUDP/Detail/Sharding.h"
 #include "ReliableUDP/Detail/ShrinkCapacity.h"
+#include "ReliableUDP/Detail/Wipe.h"
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -41,7 +40,7 @@ EndpointCore::EndpointCore(IEndpointIo& io, ITimerQueue& timers, Milliseconds ti
                                                 : std::make_unique<AdmissionControl>(options)),
       m_admission(shard.admission != nullptr ? *shard.admission : *m_ownAdmission),
       m_statelessReplies(options.statelessRepliesPerSecond),
-      m_keyExchanges(options.newConnectionsPerSecond),
+      m_keyExchanges(options),
       m_byResetToken(MakePeerKeyedMap<std::uint64_t, std::uint32_t>()),
       m_byHandshake(MakePeerKeyedMap<HandshakeKey, std::uint32_t>()),
       m_retiredHandshakes(RetiredHandshakeCapacity(options)),
@@ -264,8 +263,16 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   if (m_retiredHandshakes.Full()) return SendRefusal(from, header.source, now);
   if (!MayAccept(from, header.source, now)) return;
   // The same cookie may come again and again (no connection is made for a handshake that fails
-  // to open, so nothing remembers it): each costs a key exchange, hence the rate.
-  if (!m_keyExchanges.TryTake(now)) return SendRefusal(from, header.source, now);
+  // to open, so nothing remembers it): each costs a key exchange, hence the budget, and the
+  // shares of it that one address and one prefix may take (else one host replaying one cookie
+  // spent all of it, and every honest keyed handshake was refused).
+  const KeyExchangeBudget::Verdict keyExchange = m_keyExchanges.TryTake(from, now);
+  if (keyExchange != KeyExchangeBudget::Verdict::Granted) {
+    if (keyExchange != KeyExchangeBudget::Verdict::BudgetSpent) {
+      ++stats.refusedOverKeyExchangeShare;
+    }
+    return SendRefusal(from, header.source, now);
+  }
 
   // The client's half of the key exchange (Noise NK's "e, es"): only a holder of our secret
   // key derives the hello key, so a client that pinned another key is told at once, and a
@@ -273,6 +280,9 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   KeySchedule schedule(m_context.serverKey.publicKey);
   schedule.MixHash(header.ephemeral.data(), header.ephemeral.size());
   X25519Key shared{};
+  // Wiped on every way out: the returns below (a junk handshake's DH result is still a secret of
+  // ours) and an exception out of the open.
+  const WipeAtScopeExit wipeShared(shared);
   if (!X25519(m_context.serverKey.secretKey, header.ephemeral, shared)) {
     ++stats.droppedAuthenticationFailed;  // a small-order key: no client makes one
     return;
@@ -310,7 +320,7 @@ void EndpointCore::OnSecureHelloWithCookie(const Address& from, const DecodedPac
   start.welcomeKey = schedule.MessageKey("welcome");
   start.secrets = schedule.Split();
   start.algorithm = aes ? AeadAlgorithm::Aes256Gcm : AeadAlgorithm::ChaCha20Poly1305;
-  sodium_memzero(shared.data(), shared.size());
+  // `ephemeral` and `start` wipe themselves as they go (X25519KeyPair, PacketKey, TrafficSecrets).
 
   OpenServerConnection(from, header.source, resetToken, now, /*keyed=*/true,
                        [&](ConnectionCore& connection) {
@@ -731,6 +741,9 @@ EndpointCore::TableSizes EndpointCore::Tables() const {
   sizes.resetTokens = m_byResetToken.size();
   sizes.admissionAddresses = m_admission.TrackedAddresses();
   sizes.admissionPrefixes = m_admission.TrackedPrefixes();
+  sizes.keyExchangeAddresses = m_keyExchanges.TrackedAddresses();
+  sizes.keyExchangePrefixes = m_keyExchanges.TrackedPrefixes();
+  sizes.keyExchangeShareCapacity = m_keyExchanges.TableCapacity();
   return sizes;
 }
 
@@ -783,6 +796,7 @@ void EndpointCore::OnTimer(UserData userData) {
   const Microseconds now = m_io.Now();
   if (m_handshakeExpiryHead < m_handshakeExpiries.size()) ExpireHandshakeEntries(now);
   m_retiredHandshakes.Expire(now);
+  m_keyExchanges.ForgetStale(now);  // a comparison while no share is held
   m_slots[slot].connection->OnTimer(target.kind, now);
   HandleEvents(slot);
 }

@@ -15,6 +15,7 @@
 #include "ReliableUDP/Detail/ConnectionIdTable.h"
 #include "ReliableUDP/Detail/EndpointContext.h"
 #include "ReliableUDP/Detail/HandshakeCookie.h"
+#include "ReliableUDP/Detail/KeyExchangeBudget.h"
 #include "ReliableUDP/Detail/PeerKeyedMap.h"
 #include "ReliableUDP/Detail/RetiredHandshakes.h"
 #include "ReliableUDP/Detail/SipHash.h"
@@ -120,6 +121,11 @@ class EndpointCore final : public ITimer {
     std::size_t resetTokens = 0;
     std::size_t admissionAddresses = 0;
     std::size_t admissionPrefixes = 0;
+    // Addresses and prefixes that took a key exchange within about the last second (their share
+    // of the key-exchange budget), each at most keyExchangeShareCapacity.
+    std::size_t keyExchangeAddresses = 0;
+    std::size_t keyExchangePrefixes = 0;
+    std::size_t keyExchangeShareCapacity = 0;
   };
   TableSizes Tables() const;
   // The connection whose own ID is `localId` (nullptr: none). For tests and fuzzers that speak
@@ -241,8 +247,10 @@ class EndpointCore final : public ITimer {
   IAdmission& m_admission;
   TokenBucket m_statelessReplies;  // refusals and resets
   // Key exchanges of keyed handshakes (an X25519 each, before the handshake can be judged), at
-  // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU.
-  TokenBucket m_keyExchanges;
+  // most newConnectionsPerSecond: a cookie replayed with junk cannot buy unbounded CPU; and of
+  // those at most a share for one address and one prefix, so that one host replaying its cookie
+  // cannot spend everyone's.
+  KeyExchangeBudget m_keyExchanges;
   // Connections by the first 8 bytes of the reset token their peer gave (when it gave one).
   PeerKeyedMap<std::uint64_t, std::uint32_t> m_byResetToken;
   bool m_shutDown = false;

@@ -23,15 +23,19 @@
 
 #include "ReliableUDP/Detail/Hkdf.h"
 #include "ReliableUDP/Detail/PacketProtection.h"
+#include "ReliableUDP/Detail/Wipe.h"
 
 namespace timerwheel::rudp::detail {
 
 inline constexpr std::size_t kX25519KeySize = 32;
 using X25519Key = std::array<std::uint8_t, kX25519KeySize>;
 
+// Wipes itself when it goes (an ephemeral pair, the server's static pair at the endpoint's end).
 struct X25519KeyPair {
   X25519Key secretKey{};
   X25519Key publicKey{};
+  ~X25519KeyPair() { Wipe(); }
+  void Wipe() noexcept { WipeBytes(this, sizeof *this); }
 };
 
 // A fresh key pair from libsodium's random numbers. Throws std::runtime_error if libsodium
@@ -43,10 +47,13 @@ X25519Key X25519PublicKey(const X25519Key& secretKey) noexcept;
 // zero, a value an attacker could force): such a key is refused.
 bool X25519(const X25519Key& secretKey, const X25519Key& peerPublicKey, X25519Key& shared) noexcept;
 
-// The two directions' secrets after the handshake.
+// The two directions' secrets after the handshake. Wipes itself when it goes (Split()'s
+// temporary included).
 struct TrafficSecrets {
   HkdfKey client{};  // client -> server
   HkdfKey server{};  // server -> client
+  ~TrafficSecrets() { Wipe(); }
+  void Wipe() noexcept { WipeBytes(this, sizeof *this); }
 };
 
 // The handshake state, the same on both sides as long as both saw the same messages.

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ReliableUDP/Detail/Wipe.h"
+
 namespace timerwheel::rudp::detail {
 
 enum class AeadAlgorithm : std::uint8_t {
@@ -16,10 +18,14 @@ inline constexpr std::size_t kAeadKeySize = 32;
 inline constexpr std::size_t kAeadIvSize = 12;
 inline constexpr std::size_t kAeadTagSize = 16;
 
-// One direction's key: the AEAD key, and the IV that each packet number is XORed into.
+// One direction's key: the AEAD key, and the IV that each packet number is XORed into. Every
+// copy wipes itself when it goes (a derivation's temporary, a handshake's one-use key, the
+// Welcome key a server keeps to repeat its Welcome), on every path out of its scope.
 struct PacketKey {
   std::array<std::uint8_t, kAeadKeySize> key{};
   std::array<std::uint8_t, kAeadIvSize> iv{};
+  ~PacketKey() { Wipe(); }
+  void Wipe() noexcept { WipeBytes(this, sizeof *this); }
 };
 
 // Whether this machine can use AES-256-GCM (libsodium's implementation needs the CPU's AES and

@@ -23,6 +23,12 @@ class TokenBucket {
     Refill(now);
     return m_perSecond == 0 || m_level >= kScale;
   }
+  // Whether the bucket is full now: it then decides exactly as a new one would (a bucket is full
+  // again at most one second after its last take).
+  bool Full(Microseconds now) noexcept {
+    Refill(now);
+    return m_level >= m_capacity;
+  }
   // Takes a token if one is available.
   bool TryTake(Microseconds now) noexcept {
     if (!Available(now)) return false;

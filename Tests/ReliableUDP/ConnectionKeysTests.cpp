@@ -161,3 +161,44 @@ TEST_CASE("long-running connections step through many phases", "[rudp][crypto]")
   CHECK(client.Phase() >= 10);
   CHECK(client.Phase() - server.Phase() <= 1);
 }
+
+TEST_CASE(
+    "packets that fail to open count against the AEAD's integrity limit, across every key, and "
+    "at the limit nothing opens any more",
+    "[rudp][crypto]") {
+  // RFC 9001 6.6's limits, the defaults (and a lower one only as asked: never a higher one).
+  CHECK(ConnectionKeys::IntegrityLimit(AeadAlgorithm::ChaCha20Poly1305) == std::uint64_t{1} << 36);
+  CHECK(ConnectionKeys::IntegrityLimit(AeadAlgorithm::Aes256Gcm) == std::uint64_t{1} << 52);
+  CHECK_FALSE(
+      ConnectionKeys(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 4, std::uint64_t{1} << 40)
+          .IntegrityLimitReached());
+
+  constexpr std::uint64_t kLimit = 5;
+  ConnectionKeys client(AeadAlgorithm::ChaCha20Poly1305, Secrets(), true, 2, kLimit);
+  ConnectionKeys server(AeadAlgorithm::ChaCha20Poly1305, Secrets(), false, 2, kLimit);
+  const auto forge = [](Sealed packet) {
+    packet.bytes.back() ^= 0x01;  // the tag
+    return packet;
+  };
+  // Failures under phase 0's key, then, after a key update, under the previous key and the new.
+  CHECK(Receive(server, forge(Send(client, 0, "a"))).empty());
+  CHECK(Receive(server, forge(Send(client, 1, "b"))).empty());
+  CHECK(server.FailedOpens() == 2);
+  const Sealed old = Send(client, 2, "c");  // phase 0, held back (reordered past the update)
+  CHECK(Receive(client, Send(server, 0, "hello")) == "hello");
+  const Sealed next = Send(client, 3, "d");  // phase 1: the client updated
+  REQUIRE(next.phaseBit);
+  CHECK(Receive(server, next) == "d");
+  REQUIRE(server.HasPreviousKey());
+  CHECK(Receive(server, forge(old)).empty());  // the previous key's
+  CHECK(Receive(server, forge(Send(client, 4, "e"))).empty());
+  CHECK(server.FailedOpens() == 4);
+  CHECK_FALSE(server.IntegrityLimitReached());
+  CHECK(Receive(server, old) == "c");  // below the limit, what is genuine still opens
+
+  // The fifth failure reaches it: from then on not even a genuine packet opens.
+  CHECK(Receive(server, forge(Send(client, 5, "f"))).empty());
+  CHECK(server.IntegrityLimitReached());
+  CHECK(Receive(server, Send(client, 6, "g")).empty());
+  CHECK(server.FailedOpens() == kLimit);  // refused without trying the AEAD
+}

@@ -103,3 +103,43 @@ TEST_CASE("a pinned server key of small order is refused", "[options][encryption
   real.serverPublicKey = timerwheel::rudp::MakeServerKeyPair().publicKey;
   CHECK(ValidateOptions(real).serverPublicKey == real.serverPublicKey);
 }
+
+TEST_CASE(
+    "the key-exchange shares default to a tenth and a quarter of the rate, and are refused above "
+    "it or without one",
+    "[options]") {
+  const EndpointOptions defaults = ValidateOptions(EndpointOptions{});
+  CHECK(defaults.keyExchangesPerAddressPerSecond == 1'000);
+  CHECK(defaults.keyExchangesPerPrefixPerSecond == 2'500);
+
+  EndpointOptions small;
+  small.newConnectionsPerSecond = 3;  // shares of at least one
+  CHECK(ValidateOptions(small).keyExchangesPerAddressPerSecond == 1);
+  CHECK(ValidateOptions(small).keyExchangesPerPrefixPerSecond == 1);
+
+  // What the caller set is kept, and a default never exceeds it (nor names an option the caller
+  // did not set).
+  EndpointOptions prefixOnly;
+  prefixOnly.keyExchangesPerPrefixPerSecond = 400;
+  CHECK(ValidateOptions(prefixOnly).keyExchangesPerAddressPerSecond == 400);
+  EndpointOptions addressOnly;
+  addressOnly.keyExchangesPerAddressPerSecond = 5'000;
+  CHECK(ValidateOptions(addressOnly).keyExchangesPerPrefixPerSecond == 5'000);
+
+  EndpointOptions overRate;
+  overRate.keyExchangesPerAddressPerSecond = 10'001;
+  CHECK_THROWS_WITH(ValidateOptions(overRate), Contains("keyExchangesPerAddressPerSecond"));
+  overRate.keyExchangesPerAddressPerSecond = 0;
+  overRate.keyExchangesPerPrefixPerSecond = 10'001;
+  CHECK_THROWS_WITH(ValidateOptions(overRate), Contains("keyExchangesPerPrefixPerSecond"));
+  EndpointOptions inverted;
+  inverted.keyExchangesPerAddressPerSecond = 200;
+  inverted.keyExchangesPerPrefixPerSecond = 100;
+  CHECK_THROWS_WITH(ValidateOptions(inverted),
+                    Contains("keyExchangesPerAddressPerSecond must be at most"));
+  EndpointOptions unlimited;
+  unlimited.newConnectionsPerSecond = 0;
+  CHECK(ValidateOptions(unlimited).keyExchangesPerAddressPerSecond == 0);
+  unlimited.keyExchangesPerAddressPerSecond = 10;
+  CHECK_THROWS_WITH(ValidateOptions(unlimited), Contains("need newConnectionsPerSecond"));
+}

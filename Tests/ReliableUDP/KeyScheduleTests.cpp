@@ -1,12 +1,18 @@
 // The keyed handshake's primitives as the key schedule uses them (HKDF-SHA256, X25519) against
 // their standards' known answers, and the schedule itself: both sides derive the same keys only
-// when the client pinned the right server key.
+// when the client pinned the right server key. And every key struct wipes its secrets as it goes.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdint>
+#include <new>
+#include <utility>
 #include <vector>
 
+#include "ReliableUDP/Detail/ConnectionCore.h"
 #include "ReliableUDP/Detail/Hkdf.h"
 #include "ReliableUDP/Detail/KeySchedule.h"
+#include "ReliableUDP/Detail/Wipe.h"
 #include "ReliableUDP/Support/Hex.h"
 
 using namespace timerwheel::rudp::detail;
@@ -144,4 +150,90 @@ TEST_CASE("traffic secrets give packet keys and a chain of key updates", "[rudp]
   const PacketKey nextKey = PacketKeyFromSecret(next);
   CHECK(key.key != nextKey.key);
   CHECK(key.iv != nextKey.iv);
+}
+
+namespace {
+
+// Makes a `Key` in a buffer that outlives it, lets `fill` put secrets in it and say which bytes
+// they are (offsets from the object's start, as the object lays itself out), destroys it, and
+// returns whether those bytes of the buffer are all zero: what the destructor left behind.
+template <class Key, class Fill>
+bool DestructorWipes(Fill fill) {
+  alignas(Key) unsigned char storage[sizeof(Key)];
+  Key* const key = new (storage) Key();
+  const std::vector<std::pair<std::size_t, std::size_t>> secrets = fill(*key);
+  for (const auto& [offset, size] : secrets) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (storage[offset + i] == 0) return false;  // the fill did not reach it
+    }
+  }
+  key->~Key();
+  for (const auto& [offset, size] : secrets) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (storage[offset + i] != 0) return false;
+    }
+  }
+  return true;
+}
+
+template <class Object, class Member>
+std::pair<std::size_t, std::size_t> Span(const Object& object, const Member& member) {
+  return {static_cast<std::size_t>(reinterpret_cast<const unsigned char*>(&member) -
+                                   reinterpret_cast<const unsigned char*>(&object)),
+          sizeof member};
+}
+
+bool AllZero(const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  return std::all_of(bytes, bytes + size, [](unsigned char byte) { return byte == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("key structs wipe their secrets when they go, and on Wipe()", "[rudp][crypto]") {
+  // Wipe(), called explicitly.
+  X25519KeyPair pair = GenerateX25519KeyPair();
+  REQUIRE_FALSE(AllZero(pair.secretKey.data(), pair.secretKey.size()));
+  pair.Wipe();
+  CHECK(AllZero(&pair, sizeof pair));
+  TrafficSecrets secrets;
+  secrets.client.fill(0x11);
+  secrets.server.fill(0x22);
+  secrets.Wipe();
+  CHECK(AllZero(&secrets, sizeof secrets));
+  PacketKey packetKey;
+  packetKey.key.fill(0x33);
+  packetKey.iv.fill(0x44);
+  packetKey.Wipe();
+  CHECK(AllZero(&packetKey, sizeof packetKey));
+  X25519Key shared{};
+  shared.fill(0x55);
+  { const WipeAtScopeExit wipe(shared); }
+  CHECK(AllZero(shared.data(), shared.size()));
+
+  // The destructors, on storage that outlives the object.
+  CHECK(DestructorWipes<X25519KeyPair>([](X25519KeyPair& key) {
+    key = GenerateX25519KeyPair();
+    for (auto& byte : key.secretKey) byte |= 0x80;  // no zero byte: the fill is seen
+    return std::vector<std::pair<std::size_t, std::size_t>>{Span(key, key.secretKey)};
+  }));
+  CHECK(DestructorWipes<TrafficSecrets>([](TrafficSecrets& key) {
+    key.client.fill(0x66);
+    key.server.fill(0x77);
+    return std::vector<std::pair<std::size_t, std::size_t>>{Span(key, key)};
+  }));
+  CHECK(DestructorWipes<PacketKey>([](PacketKey& key) {
+    key.key.fill(0x88);
+    key.iv.fill(0x99);
+    return std::vector<std::pair<std::size_t, std::size_t>>{Span(key, key)};
+  }));
+  // What the server keeps to repeat its Welcome, and what the endpoint fills for it.
+  CHECK(DestructorWipes<ConnectionCore::SecureStart>([](ConnectionCore::SecureStart& start) {
+    start.welcomeKey.key.fill(0xAA);
+    start.welcomeKey.iv.fill(0xBB);
+    start.secrets.client.fill(0xCC);
+    start.secrets.server.fill(0xDD);
+    return std::vector<std::pair<std::size_t, std::size_t>>{Span(start, start.welcomeKey),
+                                                            Span(start, start.secrets)};
+  }));
 }

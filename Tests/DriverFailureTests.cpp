@@ -16,6 +16,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "Support/AllocationCounter.h"
 #include "Support/DriverFailureFixture.h"
 #include "Support/DriverTraits.h"
 #include "Support/ErrorLog.h"
@@ -731,4 +733,105 @@ TEMPLATE_TEST_CASE("shutdown while a callback runs and other threads hammer the 
   CHECK(callbacksAfterShutdown.load() == 0);
   CHECK(monitor.LiveTimers() == 0);
   CHECK(errors.Messages().empty());
+}
+
+// 6. The heap runs out. The Asio driver's aims (a wait of its steady_timer, a posted dispatch) are
+// operations it starts under its lock from every set that brings the next expiry forward. Before,
+// their memory was not reserved, and the aim was committed (its number and m_aimedAt) before the
+// operation that allocates was started: a set at a new high-water mark of operations (a wait
+// cancelled by a sooner aim whose completion had not run, plus the new wait; or a posted dispatch
+// beside the wait) threw std::bad_alloc having set the timer, the pending wait's completion was
+// stale, m_aimedAt stayed at the failed aim, and no set at or after it aimed again: the queue
+// never dispatched again. Each section fails the first allocation the set makes; the io_context
+// is run by this thread, and the clock is the test's, so only the driver's aim can fire a timer.
+namespace {
+
+// Runs `io`'s handlers until `done` or `timeout` (real time: generous, the waits here are of
+// 10 ms); false at the timeout, or at once if `io` has nothing left to run (nothing will fire).
+bool RunUntil(boost::asio::io_context& io, const std::function<bool()>& done,
+              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (io.stopped()) io.restart();  // it ran out of work before: a set since may have given it some
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (io.run_one_until(deadline) == 0 && io.stopped()) return done();
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the Asio driver's aims survive a heap with no room, and every set timer fires",
+          "[driver][allocation]") {
+  ManualTickProvider ticks;
+  CountingTimerQueueMonitor monitor;
+  auto queue = WheelTraits::Make(ticks, &monitor);  // a set finds due what the clock passed
+  boost::asio::io_context io;
+  AsioTimerQueueOptions options;
+  options.monitor = &monitor;
+  auto driver = std::make_unique<AsioTimerQueue>(io, *queue, options);
+  std::vector<UserData> fired;
+  FunctionTimer timer([&](UserData data) { fired.push_back(data); });
+  TimerHandle first = driver->CreateTimer();
+  TimerHandle second = driver->CreateTimer();
+  bool threw = false, heapNeeded = false;
+  auto setWithHeapExhausted = [&](TimerHandle handle, Milliseconds timeout, UserData data) {
+    FailNthAllocation heapExhausted(1);
+    try {
+      driver->SetTimer(handle, timer, timeout, data);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    heapNeeded = heapExhausted.Failed();
+  };
+
+  SECTION("a set that finds an expiry due posts its dispatch from reserved memory") {
+    driver->SetTimer(first, timer, 1000, 1);  // the wait, outstanding (1 s of real time)
+    io.poll();
+    ticks.Advance(2000);
+    setWithHeapExhausted(second, 50'000, 2);  // finds `first` due: posts a dispatch
+    CHECK_FALSE(threw);
+    CHECK_FALSE(heapNeeded);
+    REQUIRE(RunUntil(
+        io, [&] { return !fired.empty(); }, 10s));
+    CHECK(fired == std::vector<UserData>{1});
+  }
+  SECTION("a set that brings the next expiry forward re-aims the outstanding wait") {
+    driver->SetTimer(first, timer, 50'000, 1);
+    io.poll();
+    setWithHeapExhausted(second, 10, 2);  // sooner: the wait is re-aimed
+    CHECK_FALSE(threw);
+    CHECK_FALSE(heapNeeded);
+    ticks.Advance(30);  // past the 15 ms slot
+    REQUIRE(RunUntil(
+        io, [&] { return !fired.empty(); }, 10s));
+    CHECK(fired == std::vector<UserData>{2});
+  }
+  SECTION("a wait that Asio cannot start (its own timer heap) is retried, not left unaimed") {
+    // The io_context's first wait grows Asio's heap of waiting timers: the driver's own memory
+    // is reserved, but that allocation is Asio's. The set keeps its timer, says nothing, and
+    // the driver retries from a posted operation.
+    setWithHeapExhausted(first, 10, 1);
+    CHECK_FALSE(threw);
+    CHECK(heapNeeded);
+    ticks.Advance(30);  // past the 15 ms slot
+    REQUIRE(RunUntil(
+        io, [&] { return !fired.empty(); }, 10s));
+    CHECK(fired == std::vector<UserData>{1});
+  }
+  // And the driver goes on aiming: a later set fires too.
+  fired.clear();
+  driver->SetTimer(first, timer, 10, 3);
+  ticks.Advance(30);  // past the 15 ms slot
+  REQUIRE(RunUntil(
+      io, [&] { return !fired.empty(); }, 10s));
+  CHECK(fired == std::vector<UserData>{3});
+
+  driver->DestroyTimer(first);
+  driver->DestroyTimer(second);
+  driver->BeginShutdown();
+  io.poll();
+  CHECK(driver->WaitForShutdownToComplete(std::chrono::milliseconds(0)));
+  driver.reset();
+  CHECK(monitor.LiveTimers() == 0);
 }

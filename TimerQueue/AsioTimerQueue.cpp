@@ -21,20 +21,35 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
  public:
   using Lock = std::unique_lock<std::recursive_mutex>;
 
+  // The operations the driver can have outstanding at once, whose memory it makes up front: one
+  // wait of the steady_timer and one posted dispatch. Only one wait: an aim while a wait is
+  // outstanding moves the steady_timer's expiry (which cancels that wait) and leaves the next
+  // wait to the cancelled one's completion, which runs after Asio has freed its block; so a
+  // burst of sooner sets needs no block per set, however long the io_context takes to run the
+  // completion. Only one post: a set that finds something due posts a dispatch unless one is
+  // posted already, and a wait that cannot be started is replaced by a post only when none is.
+  static constexpr std::size_t kOperations = 2;
+
   Dispatcher(boost::asio::io_context& ioContext, IManageTimerQueue& queue,
              AsioTimerQueueOptions options)
-      : m_queue(queue), m_options(std::move(options)), m_ioContext(ioContext), m_timer(ioContext) {}
+      : m_queue(queue), m_options(std::move(options)), m_ioContext(ioContext), m_timer(ioContext) {
+    m_handlerMemory.Reserve(kOperations);  // std::bad_alloc: no driver
+  }
 
   std::recursive_mutex& Mutex() { return m_mutex; }
   IManageTimerQueue& Queue() { return m_queue; }
 
   // Lock held. Re-aims the steady_timer if the queue's next expiry is now sooner than its aim.
-  void AimIfSooner() {
+  // Does not throw: the set that calls it has changed the queue already (AfterArming). Neither
+  // a re-aim nor a post needs memory beyond the driver's reserved blocks; if Asio cannot start
+  // a wait (its own heap of waiting timers, at a new high-water mark of the io_context's), a
+  // posted wake-up stands in for it and tries again (Aim).
+  void AimIfSooner() noexcept {
     if (m_dispatching || m_shutdown) return;  // the dispatcher aims it when it ends
     const Ticks next = m_queue.GetNextExpiry();
     if (next >= m_aimedAt) return;
     if (next == 0) {
-      PostDispatch();
+      PostWakeUp();
     } else {
       Aim(next);
     }
@@ -77,48 +92,97 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   }
 
  private:
-  void Aim(Ticks next) {
-    ++m_aim;  // completions of earlier aims are now stale
-    m_aimedAt = next;
+  // Lock held, not dispatching. Aims at `next` (kNoExpiry: nothing set). What it commits
+  // (m_aimedAt, m_waiting) it commits only once the operation that will wake for it is
+  // started, and if none can be, a posted wake-up takes its place: a failure never leaves a
+  // set timer with nothing to wake for it.
+  void Aim(Ticks next) noexcept {
     if (next == IManageTimerQueue::kNoExpiry) {
+      // An outstanding wait completes (operation_aborted) and, finding nothing aimed, ends.
       boost::system::error_code ignored;
-      m_timer.cancel(ignored);
+      if (m_waiting) m_timer.cancel(ignored);
+      m_aimedAt = next;
       return;
     }
     // At most kMaximumSleep: a completion that finds nothing due simply aims again.
-    m_timer.expires_after(
-        std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), detail::kMaximumSleep)));
-    // Every aim starts a wait: its operation comes from m_handlerMemory, so that a warm driver
-    // allocates nothing (an aim that supersedes another needs a second block until the
-    // cancelled wait's completion has run).
+    const auto timeout =
+        std::chrono::milliseconds(std::min(m_queue.GetNextTimeout(), detail::kMaximumSleep));
+    try {
+      // Cancels the outstanding wait, if any: its completion starts the next wait at the new
+      // expiry (OnWaitCompleted), from the block it frees.
+      m_timer.expires_after(timeout);
+      if (!m_waiting) StartWait();
+    } catch (...) {  // std::bad_alloc from Asio's timer heap (or a system_error): no wait
+      return PostWakeUp();
+    }
+    m_aimedAt = next;
+  }
+
+  // Lock held. Starts the wait for the steady_timer's expiry; throws (std::bad_alloc) having
+  // started nothing. Its operation takes the driver's reserved block for a wait: no other wait
+  // is outstanding.
+  void StartWait() {
     m_timer.async_wait(detail::WithMemory(
-        m_handlerMemory, [self = shared_from_this(), aim = m_aim](
-                             const boost::system::error_code&) { self->OnTimerCompleted(aim); }));
-  }
-
-  // Something is due already: a set found the clock past the next expiry before the steady_timer's
-  // wait completed (on a busy queue, a datagram that arrives in the first moments of each tick).
-  // A posted handler dispatches it; re-aiming the steady_timer at 0 instead would reprogram the
-  // system timer twice (Linux: timerfd_settime when aimed, again when the reactor takes the
-  // expiry), about 7 us each in a VM, on every tick. The pending wait is left alone: it is stale
-  // now, and the dispatch's own aim replaces it. Until that aim, m_aimedAt is 0, so however many
-  // sets find something due, one dispatch is posted.
-  void PostDispatch() {
-    ++m_aim;
-    m_aimedAt = 0;
-    detail::DeferOrPost(
-        m_ioContext, detail::WithMemory(m_handlerMemory, [self = shared_from_this(), aim = m_aim] {
-          self->OnTimerCompleted(aim);
+        m_handlerMemory, [self = shared_from_this()](const boost::system::error_code& error) {
+          self->OnWaitCompleted(error);
         }));
+    m_waiting = true;
   }
 
-  void OnTimerCompleted(std::uint64_t aim) {
+  // Lock held. A dispatch is due (a set found the clock past the next expiry before the
+  // steady_timer's wait completed: on a busy queue, a datagram that arrives in the first
+  // moments of each tick), or a wait could not be started: a posted handler wakes the
+  // dispatcher. Re-aiming the steady_timer at 0 instead would reprogram the system timer twice
+  // (Linux: timerfd_settime when aimed, again when the reactor takes the expiry), about 7 us
+  // each in a VM, on every tick. An outstanding wait is left alone: its completion finds the
+  // post and ends, or finds the aim the post's wake-up made. Until that wake-up, m_aimedAt is
+  // 0, so however many sets find something due, one is posted.
+  // Cannot fail: its operation takes the driver's reserved block for a post (none other is
+  // outstanding), and a post allocates nothing else.
+  void PostWakeUp() noexcept {
+    if (!m_posted) {
+      detail::DeferOrPost(m_ioContext,
+                          detail::WithMemory(m_handlerMemory, [self = shared_from_this()] {
+                            self->OnPostCompleted();
+                          }));
+      m_posted = true;
+    }
+    m_aimedAt = 0;
+  }
+
+  void OnWaitCompleted(const boost::system::error_code& error) {
     Lock lock(m_mutex);
-    if (m_shutdown || aim != m_aim) return;  // cancelled, or superseded by a sooner aim
+    m_waiting = false;
+    // Shut down; or a dispatch is running or posted (either aims when it ends); or cancelled
+    // with nothing set.
+    if (m_shutdown || m_dispatching || m_posted) return;
+    if (m_aimedAt == IManageTimerQueue::kNoExpiry) return;
+    if (error == boost::asio::error::operation_aborted) {
+      // Re-aimed (Aim moved the expiry): the wait goes on, to the new expiry.
+      try {
+        StartWait();
+      } catch (...) {
+        PostWakeUp();
+      }
+      return;
+    }
+    WakeUp(lock);
+  }
+
+  void OnPostCompleted() {
+    Lock lock(m_mutex);
+    m_posted = false;
+    if (m_shutdown || m_dispatching) return;
+    WakeUp(lock);
+  }
+
+  // Lock held: the steady_timer's expiry, or a posted wake-up. Dispatches what is due and aims
+  // at what is next.
+  void WakeUp(Lock& lock) {
     m_aimedAt = IManageTimerQueue::kNoExpiry;
     if (m_options.monitor) m_options.monitor->OnDispatchWakeUp();
     if (m_queue.GetNextTimeout() == 0) Dispatch(lock);
-    // Left-overs (after a throw under WithLockHeld, or a shutdown) make this 0: a new handler.
+    // Left-overs (after a throw under WithLockHeld, or a shutdown) make this 0: aimed at once.
     if (!m_shutdown) Aim(m_queue.GetNextExpiry());
   }
 
@@ -131,7 +195,7 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
     m_idle.notify_all();
   }
 
-  // First, so last to go: every wait's operation lives here (its handler keeps this alive).
+  // First, so last to go: every operation's memory lives here (its handler keeps this alive).
   detail::HandlerMemory m_handlerMemory;
   std::recursive_mutex m_mutex;
   std::condition_variable_any m_idle;  // signalled when a dispatch ends
@@ -139,8 +203,12 @@ class AsioTimerQueue::Dispatcher : public std::enable_shared_from_this<Dispatche
   const AsioTimerQueueOptions m_options;
   boost::asio::io_context& m_ioContext;
   boost::asio::steady_timer m_timer;
-  Ticks m_aimedAt = IManageTimerQueue::kNoExpiry;  // the expiry the steady_timer is aimed at
-  std::uint64_t m_aim = 0;                         // which aim a completion belongs to
+  // The soonest expiry that an outstanding operation will wake the dispatcher for: the
+  // steady_timer's aim while a wait is outstanding (or is to be restarted by a cancelled one's
+  // completion), 0 while a wake-up is posted, kNoExpiry if nothing will.
+  Ticks m_aimedAt = IManageTimerQueue::kNoExpiry;
+  bool m_waiting = false;  // a wait is outstanding: started, its completion not yet run
+  bool m_posted = false;   // a wake-up is posted and has not run
   bool m_dispatching = false;
   std::thread::id m_dispatchThread;
   std::atomic<bool> m_shutdown{false};  // read without the mutex between callbacks
@@ -164,7 +232,7 @@ AsioTimerQueue::~AsioTimerQueue() {
   m_dispatcher->WaitUntilIdle();
 }
 
-void AsioTimerQueue::AfterArming() { m_dispatcher->AimIfSooner(); }
+void AsioTimerQueue::AfterArming() noexcept { m_dispatcher->AimIfSooner(); }
 
 void AsioTimerQueue::BeginShutdown() noexcept { m_dispatcher->BeginShutdown(); }
 

@@ -27,13 +27,17 @@ using AsioTimerQueueOptions = LockingDriverOptions;
 //  - Under WithoutLock, callbacks run without the mutex (Begin and End hold it).
 //  - Handlers keep the driver's internal state alive, so a completion that arrives after the
 //    driver was destroyed finds it shut down and touches nothing else.
-//  - Allocation: the steady_timer's wait operations come from recycled blocks of the driver's
-//    own (detail::HandlerMemory, its own small mutex), so once warm, aiming allocates nothing.
+//  - Allocation: the driver's operations (the steady_timer's wait, a posted wake-up; at most one
+//    of each is outstanding) come from blocks of its own, made when it is (detail::HandlerMemory,
+//    its own small mutex), so no aim allocates. Only Asio's own heap of the io_context's
+//    waiting timers can still grow when a wait starts (at a new high-water mark of timers
+//    waiting at once): if it cannot, a posted wake-up stands in for the wait and tries again,
+//    on every run of it (so, busily) until it can. No set ever fails or goes unaimed for it.
 //
 // Wake-ups: a set re-aims the steady_timer only if it brings the next expiry forward, and posts a
 // dispatch instead if that expiry is due already (the clock passed it before the wait completed);
 // each completion or posted dispatch, whether it finds work to do or not, is reported to the
-// monitor's OnDispatchWakeUp.
+// monitor's OnDispatchWakeUp (not a completion that only restarts a wait a re-aim cancelled).
 // Errors: a callback that throws is reported to onCallbackError and dispatch carries on.
 // Shutdown: BeginShutdown cancels the steady_timer; timers still pending never fire (they stay in
 // the underlying queue). After WaitForShutdownToComplete returns true no callback is running or
@@ -58,7 +62,7 @@ class AsioTimerQueue final : public detail::LockingTimerQueue<std::recursive_mut
   class Dispatcher;
 
   explicit AsioTimerQueue(std::shared_ptr<Dispatcher> dispatcher);
-  void AfterArming() override;
+  void AfterArming() noexcept override;
 
   std::shared_ptr<Dispatcher> m_dispatcher;
 };

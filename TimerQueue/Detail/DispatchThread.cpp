@@ -84,7 +84,7 @@ bool DispatchThread::WaitForShutdownToComplete(std::chrono::milliseconds timeout
   return m_wake.wait_until(lock, *deadline, [this] { return Quiesce(); });
 }
 
-void DispatchThread::AfterArming() {
+void DispatchThread::AfterArming() noexcept {
   if (!m_sleeping) return;  // awake: it looks at the queue again before it next sleeps
   const Ticks next = m_queue.GetNextExpiry();
   if (next < m_sleepUntil) {

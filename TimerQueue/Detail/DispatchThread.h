@@ -72,7 +72,7 @@ class DispatchThread : public LockingTimerQueue<std::recursive_mutex> {
   std::condition_variable_any m_wake;  // wakes the thread; also signalled when a dispatch ends
 
  private:
-  void AfterArming() final;
+  void AfterArming() noexcept final;
   void Run() noexcept;
   void WakeThread() noexcept;
   // Lock held: sleeps until woken(), or for at most `timeout`, or (timeout == kInfinite) for ever.

@@ -62,8 +62,13 @@ class LockingTimerQueue : public ITimerQueue {
       : m_mutex(mutex), m_queue(queue), m_maximumTimeout(queue.GetMaximumTimeout()) {}
 
   // Lock held: a timer was armed, so the next expiry may have come forward. Not called when the
-  // call threw (nothing changed).
-  virtual void AfterArming() = 0;
+  // call threw (nothing changed). Must not throw: the queue has changed by then, and a set that
+  // threw would tell its caller (the transport's RetrySoon, for one) that nothing was armed
+  // while the timer stays set. So a driver whose wake-up needs memory makes it beforehand, and
+  // if a wake-up still cannot be had, it leaves the set in place and makes sure the timer is
+  // woken for anyway (AsioTimerQueue: its wait's and post's blocks are reserved when it is made;
+  // a wait that Asio cannot start is replaced by a posted wake-up that tries again).
+  virtual void AfterArming() noexcept = 0;
 
   Mutex& m_mutex;
   IManageTimerQueue& m_queue;

@@ -38,6 +38,15 @@ void EndWithoutHandle(detail::EndpointCore& core, detail::ConnectionCore& state)
   }
 }
 
+// After an operation was queued: the engine handles what the connection reports. A completion
+// it cannot post (no memory) stays with the connection, for its next event.
+void AfterQueued(detail::EndpointCore& core, detail::ConnectionCore& state) {
+  try {
+    core.AfterCall(state);
+  } catch (const std::bad_alloc&) {
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Connection> Connection::Make(const std::shared_ptr<detail::LockedEngine>& engine,
@@ -62,24 +71,34 @@ Connection::~Connection() {
   m_state.reset();
 }
 
+// The three operations below hold the adapted handler in a local declared before the call's
+// lock: the engine takes it only once the operation is queued (or its completion posted), and if
+// it throws first the handler is destroyed here, after the lock is released. It may hold the
+// last reference to this Connection, whose destructor takes the lock (a std::mutex locked twice
+// by one thread); or anything else. Once queued, what AfterCall meets (a completion it cannot
+// post) waits for the connection's next event: the call does not throw then.
+
 void Connection::AsyncSend(boost::asio::const_buffer message, Handler handler) {
+  detail::Completion adapted = Adapt(std::move(handler));
   detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
-  m_state->Send(static_cast<const std::uint8_t*>(message.data()), message.size(),
-                Adapt(std::move(handler)), core.Now());
-  core.AfterCall(*m_state);
+  m_state->Send(static_cast<const std::uint8_t*>(message.data()), message.size(), adapted,
+                core.Now());
+  AfterQueued(core, *m_state);
 }
 
 void Connection::AsyncReceive(std::vector<std::uint8_t>& message, Handler handler) {
+  detail::Completion adapted = Adapt(std::move(handler));
   detail::LockedEngine::Call call(*m_engine);
   auto& core = m_engine->Core();
-  m_state->Receive(message, Adapt(std::move(handler)));
-  core.AfterCall(*m_state);
+  m_state->Receive(message, adapted);
+  AfterQueued(core, *m_state);
 }
 
 void Connection::AsyncWaitClosed(Handler handler) {
+  detail::Completion adapted = Adapt(std::move(handler));
   detail::LockedEngine::Call call(*m_engine);
-  m_state->WaitClosed(Adapt(std::move(handler)));
+  m_state->WaitClosed(adapted);
 }
 
 void Connection::Close() {

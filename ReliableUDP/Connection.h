@@ -28,8 +28,11 @@ class ConnectionCore;
 // Handlers: each is called exactly once, on the endpoint's io_context (never from inside the
 // call that started the operation). Accepted operations of one kind complete in the order they
 // were started; an AsyncSend refused at once (MessageTooLarge, or after Close) completes at once,
-// possibly before earlier sends still waiting for buffer space. Thread safety: every method may
-// be called from any thread.
+// possibly before earlier sends still waiting for buffer space. If an allocation fails before the
+// operation is queued (or, for one refused at once, before its completion is posted), the call
+// throws std::bad_alloc, changes nothing, and the handler is not called: it is destroyed once the
+// call holds no lock, so it may hold the last reference to this Connection. Once the operation
+// is queued the call does not throw. Thread safety: every method may be called from any thread.
 //
 // Lifetime: destroying the last shared_ptr closes gracefully (like Close()); its pending
 // receives then complete with operation_aborted and later messages are discarded. Buffers passed

@@ -26,7 +26,11 @@
 //   the drivers dispatch without their lock). A receiver takes m_socketMutex for a system call and
 //   releases it before it takes a shard's mutex to hand the datagrams over.
 // - User handlers never run under any of these (the engine posts them: a shard's completions run
-//   in the order they were made, by one operation at a time).
+//   in the order they were made, by one operation at a time), and are never destroyed under them
+//   (a handler may hold the last reference to a Connection, whose destructor takes its shard's
+//   mutex): the run destroys each outside its queue's lock, and a call that fails before the
+//   engine has taken its handler (Connect, Accept; Connection's AsyncSend, AsyncReceive and
+//   AsyncWaitClosed) destroys it after it has released them.
 //
 // The socket path, two ways:
 // - batched (options.batchedIo on Linux): each receiver waits for readability (async_wait) and
@@ -250,21 +254,30 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     for (auto& shard : m_shards) shard->ShutDownTimers();
   }
 
+  // Connect and Accept wrap the handler before they take a lock, into a local declared before
+  // it: what fails before the handler is queued (the wrapping's allocation, the engine's open, a
+  // queue's growth, a post) leaves it there, and it is destroyed after the lock is released. Its
+  // captures may hold the last reference to a Connection, whose destructor takes its shard's lock
+  // (a std::mutex locked twice, or shard locks out of order, or one inside m_acceptMutex).
   void Connect(const Udp::endpoint& remote, ConnectHandler handler) {
+    ConnectCompletion completion = Wrap(std::move(handler));
     Shard& shard = *m_shards[m_nextConnectShard.fetch_add(1) % m_shards.size()];
     detail::LockedEngine::Call call(shard.Engine());
-    shard.Engine().Core().Connect(detail::ToAddress(remote), Wrap(std::move(handler)));
+    shard.Engine().Core().Connect(detail::ToAddress(remote), completion);
   }
 
   void Accept(ConnectHandler handler) {
+    ConnectCompletion waiter = Wrap(std::move(handler));
+    bool closed = false;
     {
       std::lock_guard<std::mutex> lock(m_acceptMutex);
-      if (!m_acceptClosed) {
-        m_acceptWaiters.push_back(Wrap(std::move(handler)));
-      } else {
-        PostConnect(Wrap(std::move(handler)), detail::EngineError::EndpointClosed);
-        return;
-      }
+      closed = m_acceptClosed;
+      // The deque's growth comes before the move: if it throws, `waiter` is still here.
+      if (!closed) m_acceptWaiters.push_back(std::move(waiter));
+    }
+    if (closed) {
+      PostConnect(std::move(waiter), detail::EngineError::EndpointClosed);
+      return;
     }
     // The waiter is published before the sweep: a connection established in a shard after the
     // sweep passed it finds the waiter there (HandOverAccepted asks ServeOldestWaiter).

@@ -52,7 +52,11 @@ class Endpoint {
   // (the handler is not called); on the server, the handshake's datagram is dropped as if lost
   // (EndpointStatistics::droppedOutOfMemory), and the client's retry may open it.
   void AsyncConnect(const boost::asio::ip::udp::endpoint& remote, ConnectHandler handler);
-  // Completes with the next connection another endpoint opened (requires acceptIncoming).
+  // Completes with the next connection another endpoint opened (requires acceptIncoming), or
+  // with EndpointClosed. If the handler cannot be queued (no memory), AsyncAccept throws
+  // std::bad_alloc and the handler is not called. Either call destroys a handler it did not take
+  // only once it holds none of the endpoint's locks: it may hold the last reference to a
+  // Connection.
   void AsyncAccept(ConnectHandler handler);
 
   // Ends every connection (EndpointClosed), fails pending connects and accepts, closes the

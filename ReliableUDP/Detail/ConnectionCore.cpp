@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <limits>
 #include <utility>
+#include <vector>
+
+#include "ReliableUDP/Detail/RoomForOne.h"
 
 namespace timerwheel::rudp::detail {
 namespace {
@@ -1166,7 +1169,7 @@ void ConnectionCore::Complete(Completion& handler, EngineError error) {
   m_context.io.Post(handler, error);
 }
 
-void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandler handler,
+void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandler& handler,
                           Microseconds now) {
   if (!IsOpen()) {
     Complete(handler, m_endReason != EngineError::None ? m_endReason : m_closeReason);
@@ -1176,7 +1179,9 @@ void ConnectionCore::Send(const std::uint8_t* data, std::size_t size, SendHandle
     Complete(handler, EngineError::MessageTooLarge);
     return;
   }
-  MakeSending().pending.Push(PendingSend{data, size, 0, false, std::move(handler)});
+  VectorQueue<PendingSend>& pending = MakeSending().pending;
+  pending.MakeRoomForOneTight();  // may throw, having taken nothing
+  pending.Push(PendingSend{data, size, 0, false, std::move(handler)});  // room made: cannot throw
   AfterQueuing([&] {
     PumpSends();
     Flush(now);
@@ -1207,9 +1212,10 @@ void ConnectionCore::PumpSends() {
   }
 }
 
-void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler) {
+void ConnectionCore::Receive(std::vector<std::uint8_t>& message, ReceiveHandler& handler) {
+  m_pendingReceives.MakeRoomForOneTight();  // may throw, having taken nothing
+  m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});  // cannot throw
   m_receivesAbandoned = false;
-  m_pendingReceives.Push(PendingReceive{&message, std::move(handler)});
   AfterQueuing([&] {
     PumpReceives();
     if (m_maxDataPending) Flush(m_context.io.Now());
@@ -1299,11 +1305,13 @@ void ConnectionCore::ReleaseIdleMemory() {
   if (m_receiveBuffer) m_receiveBuffer->ReleaseIdleMemory();
 }
 
-void ConnectionCore::WaitClosed(CloseHandler handler) {
+void ConnectionCore::WaitClosed(CloseHandler& handler) {
   if (m_endReason != EngineError::None) {
     Complete(handler, m_endReason);
   } else {
-    MakeCold().closeWaiters.push_back(std::move(handler));
+    std::vector<CloseHandler>& waiters = MakeCold().closeWaiters;
+    MakeRoomForOneTight(waiters);           // may throw, having taken nothing
+    waiters.push_back(std::move(handler));  // room made: cannot throw
   }
 }
 

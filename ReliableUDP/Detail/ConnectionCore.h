@@ -136,11 +136,23 @@ class ConnectionCore final : private IPacketFate {
   void OnTimer(TimerKind kind, Microseconds now);
 
   // --- Application ------------------------------------------------------------------------
-  void Send(const std::uint8_t* data, std::size_t size, SendHandler handler, Microseconds now);
+  // Each takes `handler` unless it throws (std::bad_alloc: the operation's queue could not grow,
+  // or the completion of one refused at once could not be posted), having changed nothing: then
+  // the handler is still the caller's, so that the caller can destroy it once it holds no lock
+  // (it may hold the last reference to the public Connection, whose end takes the lock). Once
+  // the operation is queued they do not throw (AfterQueuing).
+  void Send(const std::uint8_t* data, std::size_t size, SendHandler& handler, Microseconds now);
+  void Send(const std::uint8_t* data, std::size_t size, SendHandler&& handler, Microseconds now) {
+    Send(data, size, handler, now);
+  }
   // Reads the clock only if a window update is waiting to go (a receive is queued per message:
   // a clock read each was 1 % of a busy server's thread).
-  void Receive(std::vector<std::uint8_t>& message, ReceiveHandler handler);
-  void WaitClosed(CloseHandler handler);
+  void Receive(std::vector<std::uint8_t>& message, ReceiveHandler& handler);
+  void Receive(std::vector<std::uint8_t>& message, ReceiveHandler&& handler) {
+    Receive(message, handler);
+  }
+  void WaitClosed(CloseHandler& handler);
+  void WaitClosed(CloseHandler&& handler) { WaitClosed(handler); }
   // The application dropped its last handle: pending receives complete with operation_aborted
   // (their buffers may be gone) and later messages are discarded.
   void AbandonReceives();

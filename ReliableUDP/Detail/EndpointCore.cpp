@@ -521,7 +521,7 @@ bool EndpointCore::RegisterResetTokenOf(std::uint32_t slot, const ResetToken& to
 
 // --- Connections -------------------------------------------------------------------------------
 
-void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) {
+void EndpointCore::Connect(const Address& remote, ConnectCompletion& completion) {
   if (m_shutDown) return Post(completion, EngineError::EndpointClosed, nullptr);
   if (!m_admission.UnderConnectionLimit()) {
     return Post(completion, EngineError::ConnectionLimit, nullptr);
@@ -529,7 +529,9 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
   OpenSteps steps;
   try {
     OpenSlot(ConnectionCore::Role::Client, remote, steps);
-    m_connects.emplace(steps.slot, std::move(completion));
+    // Its entry first, empty: the completion goes in only once nothing can fail, so that a
+    // failure (and the undo, which erases the entry) leaves it with the caller.
+    m_connects.emplace(steps.slot, ConnectCompletion());
     steps.connectPending = true;
     ++m_context.stats.connectionsOpen;
     m_admission.OnOpened();
@@ -539,7 +541,13 @@ void EndpointCore::Connect(const Address& remote, ConnectCompletion completion) 
     UndoOpen(steps, remote);
     throw;
   }
-  HandleEvents(steps.slot);
+  m_connects.find(steps.slot)->second = std::move(completion);  // cannot throw
+  // The connect is open and holds the completion: from here the call does not throw. An event
+  // whose completion cannot be posted waits for the connection's next (PutBackEvents).
+  try {
+    HandleEvents(steps.slot);
+  } catch (const std::bad_alloc&) {
+  }
 }
 
 void EndpointCore::Accept(ConnectCompletion& completion) {

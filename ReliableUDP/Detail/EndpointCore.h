@@ -85,7 +85,14 @@ class EndpointCore final : public ITimer {
   void OnDatagram(const Address& from, const std::uint8_t* data, std::size_t size) {
     OnDatagram(from, data, size, m_io.Now());
   }
-  void Connect(const Address& remote, ConnectCompletion completion);
+  // Opens a client connection to `remote`; `completion` runs once it is established or has
+  // failed. Takes `completion` unless it throws (std::bad_alloc, the open taken back whole):
+  // then the completion is still the caller's, so that the caller can destroy it once it holds
+  // no lock (it may hold the last reference to a public Connection, whose end takes the lock).
+  void Connect(const Address& remote, ConnectCompletion& completion);
+  void Connect(const Address& remote, ConnectCompletion&& completion) {
+    Connect(remote, completion);
+  }
   // Takes `completion` unless it throws (a post that cannot get its memory): then the
   // completion, and any connection that was ready for it, stay where they were.
   void Accept(ConnectCompletion& completion);

@@ -39,6 +39,8 @@ class VectorQueue {
   void Push(T item) { m_items.push_back(std::move(item)); }
   // Room for one more item: a Push after it does not throw (if T's move does not).
   void MakeRoomForOne() { detail::MakeRoomForOne(m_items); }
+  // The same, grown as Push alone would grow it (detail::MakeRoomForOneTight).
+  void MakeRoomForOneTight() { detail::MakeRoomForOneTight(m_items); }
   // Grows the queue to `size` items, the new ones value-initialised.
   void GrowTo(std::size_t size) {
     if (size > Size()) m_items.resize(m_head + size);

@@ -16,7 +16,8 @@
 //   change. A shard's sends (sendmmsg, or send_to) run under the shard's mutex only: the kernel
 //   serialises them, and Asio's synchronous operations only read the socket object, which only
 //   Close changes, holding every shard's mutex and m_socketMutex.
-// - m_acceptMutex guards the accept waiters shared by the shards.
+// - m_acceptMutex guards the accept waiters shared by the shards and, once the endpoint is
+//   closed, whether the run that fails them is scheduled.
 // - A shard's m_completionMutex guards its queue of completions (Shard::Post): taken inside the
 //   shard's mutex (and m_acceptMutex, when a shared accept waiter is served) by the engine's
 //   Post, or alone by the operation that runs them; nothing is taken inside it but
@@ -100,6 +101,8 @@ constexpr int kReceiveBatch = 64;
 constexpr std::size_t kReceiveMessages = 16;
 // A shard's turn reads the clock once for this many of its datagrams (see HandOverFrom).
 constexpr std::size_t kDatagramsPerClockRead = 16;
+// The most shards an endpoint has (ValidateOptions).
+constexpr std::size_t kMaxShards = 64;
 std::size_t SendBatchCapacity(std::size_t maxDatagramSize) {
   return std::max<std::size_t>(64, std::min<std::size_t>(512, (512 << 10) / maxDatagramSize));
 }
@@ -206,10 +209,10 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     // run of its completions from the close. One read or wait of the socket is outstanding at a
     // time (m_reading); each shard has at most one run of its completions, and on the batched
     // path one posted flush and one wait for writability, or on the other one send of its queue.
-    // (Asio frees an operation's memory before its handler runs, so the next of a kind reuses
-    // the block.)
+    // Once closed, one run fails the accept waiters (m_closedWaitersScheduled). (Asio frees an
+    // operation's memory before its handler runs, so the next of a kind reuses the block.)
     constexpr std::size_t kOperationsPerShard = 3;
-    m_handlerMemory.Reserve(1 + kOperationsPerShard * m_shards.size());
+    m_handlerMemory.Reserve(1 + kOperationsPerShard * m_shards.size() + 1);
   }
 
   ~Impl() { Close(); }
@@ -225,31 +228,41 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     return m_socket.local_endpoint(error);
   }
 
+  // Each step can run again, and each call runs those not done: a Close that threw (a shard's
+  // Shutdown could not post a completion: std::bad_alloc) is finished by the next, which the
+  // destructor makes at the latest. Once the shards are shut down nothing here allocates.
   void Close() {
     {
-      std::vector<std::unique_lock<std::mutex>> shardLocks;
-      for (auto& shard : m_shards) shardLocks.emplace_back(shard->Engine().Mutex());
-      if (m_closed) return;
-      for (auto& shard : m_shards) {
-        shard->Engine().Core().Shutdown();  // destroys every timer
-        // What Shutdown sent (closes) leaves before the socket goes (it may take m_socketMutex).
-        shard->FlushLocked();
+      // Every shard's lock, in index order; held in an array, so that taking them cannot fail.
+      std::array<std::unique_lock<std::mutex>, kMaxShards> shardLocks;
+      for (std::size_t i = 0; i < m_shards.size(); ++i) {
+        shardLocks[i] = std::unique_lock<std::mutex>(m_shards[i]->Engine().Mutex());
       }
-      std::lock_guard<std::mutex> lock(m_socketMutex);
-      m_closed = true;
-      m_receiveBufferDrops = udp::ReceiveBufferDrops(m_socket);  // the count goes with the socket
-      boost::system::error_code ignored;
-      m_socket.close(ignored);  // the pending receives complete with operation_aborted
-      m_receiveBackoff.Cancel();
+      if (!m_closed) {
+        for (auto& shard : m_shards) {
+          // Destroys every timer. May throw, before m_closed is set: the next Close goes on
+          // (a shard done already returns at once).
+          shard->Engine().Core().Shutdown();
+          // What Shutdown sent (closes) leaves before the socket goes (it may take
+          // m_socketMutex).
+          shard->FlushLocked();
+        }
+        std::lock_guard<std::mutex> lock(m_socketMutex);
+        m_closed = true;
+        m_receiveBufferDrops = udp::ReceiveBufferDrops(m_socket);  // the count goes with it
+        boost::system::error_code ignored;
+        m_socket.close(ignored);  // the pending receives complete with operation_aborted
+        m_receiveBackoff.Cancel();
+      }
     }
-    std::deque<ConnectCompletion> waiters;
     {
+      // The waiters stay where they are; one posted run fails them all, in order. It cannot
+      // fail (its memory is reserved), so none is lost however the heap fares; and an accept
+      // made after this joins them (Accept).
       std::lock_guard<std::mutex> lock(m_acceptMutex);
       m_acceptClosed = true;
-      waiters.swap(m_acceptWaiters);
+      ScheduleClosedAcceptWaitersLocked();
     }
-    for (auto& waiter : waiters)
-      PostConnect(std::move(waiter), detail::EngineError::EndpointClosed);
     // No timer callback runs after this (one already running finds its core shut down).
     for (auto& shard : m_shards) shard->ShutDownTimers();
   }
@@ -268,16 +281,12 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
 
   void Accept(ConnectHandler handler) {
     ConnectCompletion waiter = Wrap(std::move(handler));
-    bool closed = false;
     {
       std::lock_guard<std::mutex> lock(m_acceptMutex);
-      closed = m_acceptClosed;
       // The deque's growth comes before the move: if it throws, `waiter` is still here.
-      if (!closed) m_acceptWaiters.push_back(std::move(waiter));
-    }
-    if (closed) {
-      PostConnect(std::move(waiter), detail::EngineError::EndpointClosed);
-      return;
+      m_acceptWaiters.push_back(std::move(waiter));
+      // Closed: the run that fails the waiters serves it too, after those before it.
+      if (m_acceptClosed) return ScheduleClosedAcceptWaitersLocked();
     }
     // The waiter is published before the sweep: a connection established in a shard after the
     // sweep passed it finds the waiter there (HandOverAccepted asks ServeOldestWaiter).
@@ -706,10 +715,53 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     };
   }
 
-  void PostConnect(ConnectCompletion completion, detail::EngineError error) {
-    boost::asio::post(m_ioContext, [completion = std::move(completion), error]() mutable {
-      completion(error, nullptr);
-    });
+  // Under m_acceptMutex, once m_acceptClosed: makes sure that one operation will fail every
+  // waiter queued (RunClosedAcceptWaiters). Cannot fail: at most one is outstanding, and its
+  // block is reserved (Impl's constructor). While the endpoint is destroyed (a failed
+  // construction) nothing holds it, and no accept was ever made.
+  void ScheduleClosedAcceptWaitersLocked() noexcept {
+    if (m_closedWaitersScheduled || m_acceptWaiters.empty()) return;
+    std::shared_ptr<Impl> self = weak_from_this().lock();
+    if (!self) return;
+    boost::asio::post(m_ioContext, WithMemory(m_handlerMemory, [self = std::move(self)] {
+                        self->RunClosedAcceptWaiters();
+                      }));
+    m_closedWaitersScheduled = true;
+  }
+
+  // Fails the accept waiters with EndpointClosed, in order: those queued when it starts (an
+  // accept made meanwhile, by one of them say, waits for the next run: other handlers get their
+  // turn). Each leaves the queue as it is called, so each is called once, and is called and
+  // destroyed outside m_acceptMutex (it may hold a Connection, or call back in). Afterwards, or
+  // if one throws (before the exception goes on, out of io_context::run), the next run is
+  // scheduled if any is left: this operation's block is free again by then.
+  void RunClosedAcceptWaiters() {
+    std::size_t left = 0;
+    {
+      std::lock_guard<std::mutex> lock(m_acceptMutex);
+      left = m_acceptWaiters.size();
+    }
+    try {
+      for (; left > 0; --left) {
+        ConnectCompletion waiter;
+        {
+          std::lock_guard<std::mutex> lock(m_acceptMutex);
+          if (m_acceptWaiters.empty()) break;
+          waiter = std::move(m_acceptWaiters.front());
+          m_acceptWaiters.pop_front();
+        }
+        waiter(detail::EngineError::EndpointClosed, nullptr);
+      }
+    } catch (...) {
+      ScheduleNextClosedAcceptWaitersRun();
+      throw;
+    }
+    ScheduleNextClosedAcceptWaitersRun();
+  }
+  void ScheduleNextClosedAcceptWaitersRun() noexcept {
+    std::lock_guard<std::mutex> lock(m_acceptMutex);
+    m_closedWaitersScheduled = false;
+    ScheduleClosedAcceptWaitersLocked();
   }
 
   // Posts `handler` on its own. While the endpoint is being destroyed (a failed construction):
@@ -968,6 +1020,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   std::mutex m_acceptMutex;
   bool m_acceptClosed = false;                    // under m_acceptMutex
   std::deque<ConnectCompletion> m_acceptWaiters;  // under m_acceptMutex
+  bool m_closedWaitersScheduled = false;          // a run will fail them (under m_acceptMutex)
 };
 
 Endpoint::Endpoint(boost::asio::io_context& ioContext, const Udp::endpoint& local,

@@ -60,7 +60,11 @@ class Endpoint {
   void AsyncAccept(ConnectHandler handler);
 
   // Ends every connection (EndpointClosed), fails pending connects and accepts, closes the
-  // socket and stops the timers. Idempotent; the destructor calls it.
+  // socket and stops the timers. Idempotent; the destructor calls it. If a shard cannot post
+  // the completion of an operation it ends (its queue of completions cannot grow), Close throws
+  // std::bad_alloc before the socket closes; each call goes on from where the last stopped, so
+  // calling it again finishes (in the destructor, a failure there ends the process). Failing the
+  // accept waiters needs no memory: each is called once, with EndpointClosed.
   void Close();
 
   EndpointStatistics GetStatistics() const;

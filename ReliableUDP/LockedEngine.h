@@ -19,9 +19,13 @@ namespace timerwheel::rudp::detail {
 // (this is the engine's timer sink) and take it before they reach the engine. Lock order: this
 // mutex, then the timer driver's own lock (the engine arms timers from inside its calls), so the
 // driver must dispatch without its lock (DispatchPolicy::WithoutLock). User handlers never run
-// under it: the engine posts them through IEndpointIo::Post. Every call into the engine holds
-// the mutex through a Call, which ends it with IEndpointIo::Flush (still under the mutex), so the
-// datagrams one call produced leave together (batched I/O) and none is left behind.
+// under it: the engine posts them through IEndpointIo::Post. Nor are they destroyed under it (one
+// may hold the last reference to a Connection, whose destructor takes it): a call that the engine
+// fails before it has taken the handler leaves it with the caller, which holds it in a local made
+// before the Call and so destroys it after the unlock (Connection.cpp, Endpoint.cpp). Every call
+// into the engine holds the mutex through a Call, which ends it with IEndpointIo::Flush (still
+// under the mutex), so the datagrams one call produced leave together (batched I/O) and none is
+// left behind.
 class LockedEngine final : public ITimer {
  public:
   LockedEngine(IEndpointIo& io, ITimerQueue& timers, Milliseconds timerGranularity,

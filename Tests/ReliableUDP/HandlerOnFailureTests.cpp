@@ -1,5 +1,6 @@
-// What a call that fails for memory does with the handler it was given. Each allocation of the call
-// is failed in turn (FailNthAllocation) until the call makes no more.
+// What a call that fails for memory does with the handler it was given, and what Close does with
+// the accept waiters when an allocation fails. Each allocation of the call is failed in turn
+// (FailNthAllocation) until the call makes no more.
 //
 // A call that throws std::bad_alloc before it has queued its operation does not call the handler,
 // and destroys it only once it holds none of the endpoint's locks: the handler may hold the last
@@ -215,23 +216,24 @@ struct LoopbackPair {
 
 // A capture whose destruction calls into the endpoint (AsyncAccept takes the accept waiters' lock
 // and then every shard's): destroyed under any of them, it deadlocks. What it queues is a waiter
-// that the endpoint's close fails.
+// that the endpoint's close fails. It calls in only while `endpoint` is set (the test clears it
+// before the endpoint goes).
 class CallsInAsItGoes {
  public:
-  explicit CallsInAsItGoes(rudp::Endpoint& endpoint) : m_endpoint(&endpoint) {}
-  CallsInAsItGoes(CallsInAsItGoes&& other) noexcept
-      : m_endpoint(std::exchange(other.m_endpoint, nullptr)) {}
+  explicit CallsInAsItGoes(std::shared_ptr<rudp::Endpoint*> endpoint)
+      : m_endpoint(std::move(endpoint)) {}
+  CallsInAsItGoes(CallsInAsItGoes&&) noexcept = default;
   CallsInAsItGoes& operator=(CallsInAsItGoes&&) = delete;
   ~CallsInAsItGoes() {
-    if (m_endpoint == nullptr) return;
+    if (!m_endpoint || *m_endpoint == nullptr) return;
     try {
-      m_endpoint->AsyncAccept([](boost::system::error_code, std::shared_ptr<Connection>) {});
+      (*m_endpoint)->AsyncAccept([](boost::system::error_code, std::shared_ptr<Connection>) {});
     } catch (const std::bad_alloc&) {  // the failing call's allocation is spent, but just in case
     }
   }
 
  private:
-  rudp::Endpoint* m_endpoint;
+  std::shared_ptr<rudp::Endpoint*> m_endpoint;  // null once moved from
 };
 
 }  // namespace
@@ -258,9 +260,9 @@ TEST_CASE("an AsyncConnect that throws destroys its handler outside the endpoint
   for (std::size_t n = 1; n <= kMaxSweep; ++n) {
     CAPTURE(n);
     const auto outcome = FinishesWithin(kDeadlockTimeout, [n] {
+      CallOutcome result;
       LoopbackPair pair;
       pair.Connect();
-      CallOutcome result;
       const std::weak_ptr<Connection> watch = pair.clientSide;
       rudp::Endpoint::ConnectHandler handler = [keep = std::move(pair.clientSide), &result](
                                                    boost::system::error_code,
@@ -303,10 +305,11 @@ TEST_CASE("an AsyncAccept that throws destroys its handler outside the endpoint'
   for (std::size_t n = 1; n <= kMaxSweep; ++n) {
     CAPTURE(n);
     const auto outcome = FinishesWithin(kDeadlockTimeout, [n, closed] {
+      CallOutcome result;
       LoopbackPair pair;
       if (closed) pair.server.Close();
-      CallOutcome result;
-      rudp::Endpoint::ConnectHandler handler = [probe = CallsInAsItGoes(pair.server), &result](
+      const auto server = std::make_shared<rudp::Endpoint*>(&pair.server);
+      rudp::Endpoint::ConnectHandler handler = [probe = CallsInAsItGoes(server), &result](
                                                    boost::system::error_code,
                                                    std::shared_ptr<Connection>) { ++result.calls; };
       {
@@ -319,6 +322,7 @@ TEST_CASE("an AsyncAccept that throws destroys its handler outside the endpoint'
         result.failed = failure.Failed();
       }
       pair.CloseAndDrain();  // a waiter the call took completes with EndpointClosed
+      *server = nullptr;     // a handler left (none, unless a completion was lost) calls nothing
       return result;
     });
     REQUIRE(outcome);  // else it deadlocked: the handler was destroyed under an endpoint's lock
@@ -328,4 +332,66 @@ TEST_CASE("an AsyncAccept that throws destroys its handler outside the endpoint'
     if (!outcome->failed) return;
   }
   FAIL("AsyncAccept made more than " << kMaxSweep << " allocations");
+}
+
+TEST_CASE("a Close whose allocation fails fails every accept waiter once, and a retry finishes",
+          "[rudp][allocation-failure][loopback]") {
+  // Close ends the connections (a pending receive completes) and fails the accept waiters. Before,
+  // it swapped the waiters into a local deque (whose construction allocates) after marking the
+  // endpoint closed, and posted them one by one: a post that failed lost that waiter and every
+  // one after it (never called), skipped the timers' shutdown, and a second Close did nothing.
+  constexpr std::size_t kWaiters = 3;
+  for (std::size_t n = 1; n <= kMaxSweep; ++n) {
+    CAPTURE(n);
+    struct Outcome {
+      bool threw = false;
+      bool failed = false;
+      std::array<int, kWaiters> waiterCalls{};
+      std::array<boost::system::error_code, kWaiters> waiterErrors{};
+      int receiveCalls = 0;
+      boost::system::error_code receiveError;
+    };
+    const auto outcome = FinishesWithin(kDeadlockTimeout, [n] {
+      Outcome result;
+      LoopbackPair pair;
+      pair.Connect();
+      std::vector<std::uint8_t> received;
+      pair.serverSide->AsyncReceive(received, [&result](boost::system::error_code ec) {
+        ++result.receiveCalls;
+        result.receiveError = ec;
+      });
+      for (std::size_t i = 0; i < kWaiters; ++i) {
+        pair.server.AsyncAccept(
+            [&result, i](boost::system::error_code ec, std::shared_ptr<Connection>) {
+              ++result.waiterCalls[i];
+              result.waiterErrors[i] = ec;
+            });
+      }
+      {
+        FailNthAllocation failure(n);
+        try {
+          pair.server.Close();
+        } catch (const std::bad_alloc&) {
+          result.threw = true;
+        }
+        result.failed = failure.Failed();
+      }
+      if (result.threw) pair.server.Close();  // the retry finishes what the first left
+      pair.serverSide.reset();
+      pair.clientSide.reset();
+      pair.CloseAndDrain();  // everything posted runs, once
+      return result;
+    });
+    REQUIRE(outcome);
+    CAPTURE(outcome->threw, outcome->failed);
+    for (std::size_t i = 0; i < kWaiters; ++i) {
+      CAPTURE(i);
+      CHECK(outcome->waiterCalls[i] == 1);
+      CHECK(outcome->waiterErrors[i] == rudp::Error::EndpointClosed);
+    }
+    CHECK(outcome->receiveCalls == 1);
+    CHECK(outcome->receiveError == rudp::Error::EndpointClosed);
+    if (!outcome->failed) return;
+  }
+  FAIL("Close made more than " << kMaxSweep << " allocations");
 }

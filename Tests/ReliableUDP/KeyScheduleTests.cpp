@@ -168,9 +168,14 @@ bool DestructorWipes(Fill fill) {
     }
   }
   key->~Key();
+  // Read through volatile: the bytes' values once the object has gone are whatever its
+  // destructor left (unsigned char may read them), but GCC takes the end of its lifetime for a
+  // clobber, and would call the reads uninitialized (-Wmaybe-uninitialized under -O1) or fold
+  // them away.
+  const volatile unsigned char* const left = storage;
   for (const auto& [offset, size] : secrets) {
     for (std::size_t i = 0; i < size; ++i) {
-      if (storage[offset + i] != 0) return false;
+      if (left[offset + i] != 0) return false;
     }
   }
   return true;

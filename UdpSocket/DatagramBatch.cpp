@@ -125,8 +125,8 @@ std::size_t SendBatch::SegmentRun(std::size_t first) noexcept {
   if (!m_segmentation || lead.size == 0 || first - m_head < m_unsegmentedLeft) return 1;
   if (m_anyTooLarge) {
     for (TooLarge& peer : m_tooLarge) {
-      if (peer.runsLeft != 0 && lead.size >= peer.segmentSize && peer.to == lead.to) {
-        --peer.runsLeft;  // per layout (a run laid out again after a partial send counts twice)
+      if (peer.datagramsLeft != 0 && lead.size >= peer.segmentSize && peer.to == lead.to) {
+        --peer.datagramsLeft;  // per datagram laid out (again, after a partial send)
         return 1;
       }
     }
@@ -149,16 +149,17 @@ std::size_t SendBatch::SegmentRun(std::size_t first) noexcept {
 void SendBatch::RememberTooLarge(const Udp::endpoint& to, std::size_t segmentSize) noexcept {
   TooLarge* slot = &m_tooLarge[0];
   for (TooLarge& peer : m_tooLarge) {
-    if (peer.runsLeft != 0 && peer.to == to) {
+    if (peer.datagramsLeft != 0 && peer.to == to) {
       slot = &peer;  // the peer's entry: the smaller size holds
       segmentSize = std::min(segmentSize, peer.segmentSize);
       break;
     }
-    if (peer.runsLeft < slot->runsLeft) slot = &peer;  // a free one, or the nearest its retry
+    if (peer.datagramsLeft < slot->datagramsLeft)
+      slot = &peer;  // a free one, or the nearest its retry
   }
   slot->to = to;
   slot->segmentSize = segmentSize;
-  slot->runsLeft = kTooLargeRuns;
+  slot->datagramsLeft = kTooLargeDatagrams;
   m_anyTooLarge = true;
 }
 

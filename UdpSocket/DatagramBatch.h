@@ -27,7 +27,8 @@
 // - EMSGSIZE (Linux 6.13 and 6.1.129 on): the segment size is over that peer's path MTU. The
 //   offload stays on for every other peer; this peer's runs of that size or larger go
 //   unsegmented (the kernel fragments each datagram, as it would have unsegmented) for the next
-//   kTooLargeRuns runs, then segmentation is tried again, as a path's MTU can grow back. A few
+//   kTooLargeDatagrams of them (16 full runs of 64), then segmentation
+//   is tried again, as a path's MTU can grow back. A few
 //   peers are remembered (kTooLargePeers); one more replaces the one closest to its retry.
 // - Anything else (no route, no buffer space): that message's error only; nothing changes.
 // The receive offload: if setsockopt(UDP_GRO) fails it is off for the batch, counted once; a
@@ -106,7 +107,7 @@ class SendBatch {
   // The peers whose path MTU a segment size exceeded that are remembered, and for how many of
   // their runs (see the top of this file).
   static constexpr std::size_t kTooLargePeers = 8;
-  static constexpr std::uint32_t kTooLargeRuns = 1024;
+  static constexpr std::uint32_t kTooLargeDatagrams = 1024;
 
  private:
   struct Datagram {
@@ -115,11 +116,11 @@ class SendBatch {
     std::size_t size = 0;
   };
   // A peer whose path MTU is under `segmentSize` (EMSGSIZE): its runs of datagrams that large or
-  // larger go unsegmented while runsLeft > 0.
+  // larger go unsegmented while datagramsLeft > 0.
   struct TooLarge {
     boost::asio::ip::udp::endpoint to;
     std::size_t segmentSize = 0;
-    std::uint32_t runsLeft = 0;  // 0: the entry is free
+    std::uint32_t datagramsLeft = 0;  // 0: the entry is free
   };
   // Datagrams [first, first + n) that can go as one segmented message.
   std::size_t SegmentRun(std::size_t first) noexcept;

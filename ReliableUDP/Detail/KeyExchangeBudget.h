@@ -31,8 +31,10 @@ namespace timerwheel::rudp::detail {
 // most 2 x newConnectionsPerSecond takes fall within any second, and each table holds at most
 // 2 x newConnectionsPerSecond + 1 entries, at most 144 bytes each (5.8 MB for both at the
 // defaults, under a flood from 20,000 addresses; nothing without keyed handshakes). A new source
-// always finds room, and only a stale entry ever gives its place (see RecentTokenBuckets). CPU: two
-// SipHashes and two lookups per keyed handshake that passed its cookie check, O(1).
+// always finds room, and only a stale entry ever gives its place (see RecentTokenBuckets); stale
+// entries go a few at a time at each take and each ForgetStale (the shard's timer expiries), so a
+// shard with neither keeps them, within that bound, until it has. CPU: at most seven SipHashes
+// and five hash lookups per keyed handshake that passed its cookie check, O(1).
 //
 // With newConnectionsPerSecond 0 key exchanges are not limited at all, and nothing is held.
 //

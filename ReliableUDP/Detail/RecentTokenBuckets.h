@@ -1,5 +1,6 @@
 // Token buckets for many sources (the addresses, or the prefixes, that each get a share of a
-// budget), holding only the sources that took a token within the last second.
+// budget), holding the sources that took a token within the last second (and stale ones until a
+// take or ForgetStale gets to them).
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -70,6 +71,24 @@ std::vector<std::uint8_t> Bytes(std::size_t i) {
   return bytes;
 }
 
+// Whether the socket becomes readable within 10 s. Loopback delivers within the send, so a datagram
+// a test waits for is there at once or was lost: the limit only turns a loss (the defect a test
+// guards against) into a failure instead of a hang; a busy machine does not come near it.
+bool WaitReadable(Udp::socket& socket) {
+  auto& io = static_cast<boost::asio::io_context&>(socket.get_executor().context());
+  bool readable = false;
+  socket.async_wait(Udp::socket::wait_read,
+                    [&](const boost::system::error_code& error) { readable = !error; });
+  io.restart();
+  io.run_for(std::chrono::seconds(10));
+  if (!readable) {
+    socket.cancel();  // and let the cancelled wait complete before its handler's locals go
+    io.restart();
+    io.run();
+  }
+  return readable;
+}
+
 // Reads everything the batch's sockets hold until `expected` datagrams have arrived.
 std::vector<Datagram> ReceiveAll(Udp::socket& socket, udp::ReceiveBatch& batch,
                                  std::size_t expected) {
@@ -78,7 +97,8 @@ std::vector<Datagram> ReceiveAll(Udp::socket& socket, udp::ReceiveBatch& batch,
     boost::system::error_code error;
     if (batch.Receive(socket, error) == 0) {
       REQUIRE((error == boost::asio::error::would_block || error == boost::asio::error::try_again));
-      socket.wait(Udp::socket::wait_read);  // loopback delivers within the send: it is there
+      INFO(received.size() << " of " << expected << " datagrams received");
+      REQUIRE(WaitReadable(socket));
       continue;
     }
     batch.ForEachDatagram(
@@ -121,7 +141,15 @@ std::string OutputOfChild(const std::function<void()>& body) {
     ::dup2(fds[1], STDOUT_FILENO);
     ::close(fds[0]);
     ::close(fds[1]);
-    body();
+    // Every path ends here, a throw included: unwound into the child's copy of Catch2, it would
+    // run the rest of the suite in the child, into the pipe.
+    try {
+      body();
+    } catch (const std::exception& error) {
+      std::printf("child threw: %s", error.what());
+    } catch (...) {
+      std::printf("child threw");
+    }
     std::fflush(stdout);
     ::_exit(0);
   }

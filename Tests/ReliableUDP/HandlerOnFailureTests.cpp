@@ -14,12 +14,14 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -45,21 +47,46 @@ constexpr std::size_t kMaxSweep = 400;
 
 // Runs `body` on a thread of its own and returns what it returned (or rethrows what it threw);
 // nullopt if it has not finished within `timeout`: then the thread is left running (blocked, for
-// a deadlock) and keeps what `body` owns.
+// a deadlock) and keeps what `body` owns. A finished thread is joined before this returns, so
+// that no thread of an earlier body is still ending while the next runs. (A detached thread and a
+// promise, as this was first, failed one run in twenty under Wine in the MinGW build: the body's
+// thread had gone, and its future never became ready.)
 template <class Body>
 auto FinishesWithin(std::chrono::seconds timeout, Body body) -> std::optional<decltype(body())> {
   using Result = decltype(body());
-  auto result = std::make_shared<std::promise<Result>>();
-  auto future = result->get_future();
-  std::thread([result, body = std::move(body)]() mutable {
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable done;
+    std::optional<Result> result;
+    std::exception_ptr error;
+    bool finished = false;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::thread worker([shared, body = std::move(body)]() mutable {
+    std::optional<Result> result;
+    std::exception_ptr error;
     try {
-      result->set_value(body());
+      result.emplace(body());
     } catch (...) {
-      result->set_exception(std::current_exception());
+      error = std::current_exception();
     }
-  }).detach();
-  if (future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  return future.get();
+    const std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->result = std::move(result);
+    shared->error = error;
+    shared->finished = true;
+    shared->done.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    if (!shared->done.wait_for(lock, timeout, [&] { return shared->finished; })) {
+      lock.unlock();
+      worker.detach();
+      return std::nullopt;
+    }
+  }
+  worker.join();
+  if (shared->error) std::rethrow_exception(shared->error);
+  return std::move(shared->result);
 }
 
 // What one failing call did.

@@ -34,11 +34,12 @@
 //   AsyncWaitClosed) destroys it after it has released them.
 //
 // The socket path, two ways:
-// - batched (options.batchedIo on Linux): each receiver waits for readability (async_wait) and
-//   reads with recvmmsg, several datagrams per call (UDP_GRO: several per buffer); the datagrams
-//   one engine call produces are held in its shard's SendBatch and leave together at its end with
-//   sendmmsg (UDP_SEGMENT: runs to one peer as one message). No added latency: nothing waits for
-//   more traffic, only for the end of the call that produced it.
+// - batched (options.batchedIo on Linux): each receiver waits for readability (a
+//   udp::ReadableWait where the build has it, which spares the reactor's epoll_ctl per wait;
+//   else async_wait) and reads with recvmmsg, several datagrams per call (UDP_GRO: several per
+//   buffer); the datagrams one engine call produces are held in its shard's SendBatch and leave
+//   together at its end with sendmmsg (UDP_SEGMENT: runs to one peer as one message). No added
+//   latency: nothing waits for more traffic, only for the end of the call that produced it.
 // - one datagram per system call (Windows, where Asio uses IOCP, and batchedIo off): overlapped
 //   receives and a non-blocking drain; sends go out as the engine makes them.
 // Either way a send the socket cannot take now waits, in order, for it to become writable.
@@ -81,6 +82,7 @@
 #include "TimerQueue/TimerQueue.h"
 #include "TimerWheel/TimerWheel.h"
 #include "UdpSocket/DatagramBatch.h"
+#include "UdpSocket/ReadableWait.h"
 #include "UdpSocket/UdpSocketSetup.h"
 
 namespace timerwheel::rudp {
@@ -194,6 +196,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       auto receiver = std::make_unique<Receiver>();
       if (m_batched) {
         receiver->batch.emplace(kReceiveMessages);
+        if (udp::ReadableWait::kWithoutRearm) receiver->readableWait.emplace(m_socket);
         if (options.receiveOffload && i == 0) receiver->batch->EnableReceiveOffload(m_socket);
         if (options.receiveOffload && i != 0) {
           receiver->batch->ShareReceiveOffload(*m_receivers.front()->batch);
@@ -201,6 +204,7 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
       } else {
         receiver->bytes = std::make_unique<std::uint8_t[]>(kReceiveMessages * Receiver::kSlotSize);
       }
+      receiver->owner = this;
       m_receivers.push_back(std::move(receiver));
     }
     // Memory for every operation the endpoint can have outstanding at once, so that none of them
@@ -672,8 +676,10 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     std::uint8_t* Slot(std::size_t i) const { return bytes.get() + i * kSlotSize; }
 
     static constexpr std::size_t kSlotSize = 65536;
-    std::optional<udp::ReceiveBatch> batch;  // batched path only
-    std::unique_ptr<std::uint8_t[]> bytes;   // unbatched path only: kReceiveMessages slots
+    std::optional<udp::ReceiveBatch> batch;         // batched path only
+    std::optional<udp::ReadableWait> readableWait;  // batched path, where the build has it
+    Impl* owner = nullptr;
+    std::unique_ptr<std::uint8_t[]> bytes;  // unbatched path only: kReceiveMessages slots
     std::array<Udp::endpoint, kReceiveMessages> senders;
     std::array<std::size_t, kReceiveMessages> sizes{};
     std::size_t count = 0;
@@ -799,6 +805,8 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
                         WithMemory(m_handlerMemory, [self = shared_from_this(), &receiver] {
                           self->OnReadable(receiver, boost::system::error_code());
                         }));
+    } else if (receiver.readableWait) {  // no epoll_ctl per wait (UdpSocket/ReadableWait.h)
+      receiver.readableWait->Start(shared_from_this(), &Impl::OnReadableWaitDone, &receiver);
     } else if (receiver.batch) {
       m_socket.async_wait(Udp::socket::wait_read,
                           WithMemory(m_handlerMemory, [self = shared_from_this(), &receiver](
@@ -851,6 +859,11 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
     m_moreToRead = full;
     TakeTicketsLocked(receiver);
     if (m_moreToRead) ArmLocked();
+  }
+
+  static void OnReadableWaitDone(void* context, const boost::system::error_code& error) {
+    Receiver& receiver = *static_cast<Receiver*>(context);
+    receiver.owner->OnReadable(receiver, error);
   }
 
   // The batched path: the socket has something to read (or failed).

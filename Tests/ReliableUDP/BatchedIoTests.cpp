@@ -1,7 +1,9 @@
-// The batched socket path (UdpSocket/DatagramBatch, and the Endpoint over it) against one
-// datagram per system call, over real loopback sockets: the same datagrams, bytes and order; the
-// fallback when the kernel refuses segmentation or receive offload. Waits are on futures and on
-// the socket's readiness with generous timeouts; nothing is timed.
+// The batched socket path (UdpSocket/DatagramBatch, and the Endpoint over it) against one datagram
+// per system call, over real loopback sockets: the same datagrams, bytes and order; the fallback
+// when the kernel refuses segmentation or receive offload; the readable wait (UdpSocket/
+// ReadableWait) wakes for every datagram and makes no epoll_ctl. Waits are on futures and on the
+// socket's readiness with generous timeouts; nothing is timed.
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <catch2/catch.hpp>
@@ -9,6 +11,8 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include "ReliableUDP/Support/MessageStream.h"
 #include "Support/IoThreads.h"
 #include "UdpSocket/DatagramBatch.h"
+#include "UdpSocket/ReadableWait.h"
 
 #ifdef __linux__
 #include <linux/filter.h>
@@ -509,5 +514,240 @@ TEST_CASE("a kernel's refusal of receive offload counts once per socket, however
     return;
   }
   CHECK(output == "offloadRefusals 1");
+}
+#endif
+
+#if TIMERWHEEL_READABLE_WAIT_WITHOUT_REARM
+namespace {
+
+// What a ReadableWait's callback saw: how often it ran, and its last error.
+struct WaitOutcome {
+  int calls = 0;
+  boost::system::error_code error;
+};
+void RecordOutcome(void* context, const boost::system::error_code& error) {
+  auto& outcome = *static_cast<WaitOutcome*>(context);
+  ++outcome.calls;
+  outcome.error = error;
+}
+
+// Reads the socket until it has nothing left; returns how many datagrams it held.
+std::size_t Drain(Udp::socket& socket) {
+  std::size_t datagrams = 0;
+  std::array<std::uint8_t, 2048> buffer{};
+  for (;;) {
+    Udp::endpoint from;
+    boost::system::error_code error;
+    socket.receive_from(boost::asio::buffer(buffer), from, 0, error);
+    if (error) return datagrams;
+    ++datagrams;
+  }
+}
+
+// Runs ready handlers until `outcome` has a call, for at most 10 s (a datagram on loopback is
+// there within its send: the limit turns a missed wake-up into a failure instead of a hang).
+void RunUntilCalled(boost::asio::io_context& io, const WaitOutcome& outcome) {
+  io.restart();
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (outcome.calls == 0 && std::chrono::steady_clock::now() < limit) {
+    io.run_one_until(limit);
+  }
+}
+
+void SendByte(Udp::socket& sender, const Udp::socket& to) {
+  const std::uint8_t byte = 7;
+  sender.send_to(boost::asio::buffer(&byte, 1), to.local_endpoint());
+}
+
+// A freshly registered socket counts as maybe readable, so its first wait completes at once; this
+// completes that one, then one woken by a datagram, and drains the socket.
+void CompleteFirstWait(boost::asio::io_context& io, Udp::socket& socket, Udp::socket& sender,
+                       udp::ReadableWait& wait) {
+  WaitOutcome first;
+  wait.Start(nullptr, &RecordOutcome, &first);
+  io.restart();
+  io.poll();
+  REQUIRE(first.calls == 1);
+  WaitOutcome second;
+  wait.Start(nullptr, &RecordOutcome, &second);
+  SendByte(sender, socket);
+  RunUntilCalled(io, second);
+  REQUIRE(second.calls == 1);
+  REQUIRE(Drain(socket) == 1);
+}
+
+// A socket, a sender to it and a wait of the socket that has completed once, drained since.
+struct DrainedSocket {
+  explicit DrainedSocket(boost::asio::io_context& io)
+      : socket(OpenSocket(io)), sender(OpenSocket(io)), wait(socket) {
+    CompleteFirstWait(io, socket, sender, wait);
+  }
+  void Send() { SendByte(sender, socket); }
+  Udp::socket socket;
+  Udp::socket sender;
+  udp::ReadableWait wait;
+};
+
+}  // namespace
+
+TEST_CASE("a readable wait after a draining read parks until a datagram arrives",
+          "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  DrainedSocket drained(io);
+  WaitOutcome outcome;
+  drained.wait.Start(nullptr, &RecordOutcome, &outcome);
+  io.restart();
+  io.poll();  // the reactor looks at the socket: nothing to read, nothing runs
+  CHECK(outcome.calls == 0);
+  drained.Send();
+  RunUntilCalled(io, outcome);
+  CHECK(outcome.calls == 1);
+  CHECK(!outcome.error);
+  CHECK(Drain(drained.socket) == 1);
+  io.restart();
+  io.poll();
+  CHECK(outcome.calls == 1);  // once per Start
+}
+
+TEST_CASE("a datagram that came before the readable wait started wakes it",
+          "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  DrainedSocket drained(io);
+  // The datagram's edge taken by the reactor while no wait was in flight, or not yet taken.
+  const bool reactorSawIt = GENERATE(true, false);
+  drained.Send();
+  if (reactorSawIt) {
+    io.restart();
+    io.poll();
+  }
+  WaitOutcome outcome;
+  drained.wait.Start(nullptr, &RecordOutcome, &outcome);
+  RunUntilCalled(io, outcome);
+  CHECK(outcome.calls == 1);
+  CHECK(Drain(drained.socket) == 1);
+}
+
+TEST_CASE(
+    "a readable wait ends with operation_aborted when its socket closes, and holds its "
+    "keep-alive only until then",
+    "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  DrainedSocket drained(io);
+  auto owner = std::make_shared<int>(1);
+  const std::weak_ptr<int> watch = owner;
+  WaitOutcome outcome;
+  drained.wait.Start(std::move(owner), &RecordOutcome, &outcome);
+  CHECK(!watch.expired());
+  const bool close = GENERATE(true, false);
+  if (close) {
+    drained.socket.close();
+  } else {
+    drained.socket.cancel();
+  }
+  RunUntilCalled(io, outcome);
+  CHECK(outcome.calls == 1);
+  CHECK(outcome.error == boost::asio::error::operation_aborted);
+  CHECK(watch.expired());
+}
+
+TEST_CASE("a readable wait the io_context drops unrun releases its keep-alive without a call",
+          "[.][realtime][rudp][batched]") {
+  WaitOutcome outcome;
+  std::weak_ptr<int> watch;
+  std::optional<udp::ReadableWait> wait;  // outlives the io_context, which drops its operation
+  {
+    boost::asio::io_context io;
+    Udp::socket socket = OpenSocket(io);
+    Udp::socket sender = OpenSocket(io);
+    wait.emplace(socket);
+    CompleteFirstWait(io, socket, sender, *wait);
+    auto owner = std::make_shared<int>(1);
+    watch = owner;
+    wait->Start(std::move(owner), &RecordOutcome, &outcome);
+    io.restart();
+    io.poll();
+    CHECK(!watch.expired());
+    // The sockets close first (the wait is cancelled: queued to complete, never run), then the
+    // io_context is destroyed with it queued.
+  }
+  CHECK(outcome.calls == 0);
+  CHECK(watch.expired());
+}
+
+TEST_CASE("a second readable wait while one is in flight is refused and changes nothing",
+          "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  DrainedSocket drained(io);
+  WaitOutcome outcome;
+  WaitOutcome second;
+  drained.wait.Start(nullptr, &RecordOutcome, &outcome);
+  CHECK_THROWS_AS(drained.wait.Start(nullptr, &RecordOutcome, &second), std::logic_error);
+  drained.Send();
+  RunUntilCalled(io, outcome);
+  io.restart();
+  io.poll();
+  CHECK(outcome.calls == 1);
+  CHECK(second.calls == 0);
+}
+
+namespace {
+
+// In a child process killed by the kernel at its first epoll_ctl once its sockets are registered
+// (seccomp): 100 waits, each woken by a datagram, by a ReadableWait or by Asio's async_wait.
+// Prints how many woke, unless killed (then nothing).
+std::string WakeWithoutEpollCtl(bool asioWait) {
+  return OutputOfChild([asioWait] {
+    boost::asio::io_context io;
+    DrainedSocket drained(io);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_epoll_ctl, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    const sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      std::printf("no seccomp");
+      std::fflush(stdout);
+      return;
+    }
+    int woken = 0;
+    for (int i = 0; i < 100; ++i) {
+      WaitOutcome outcome;
+      if (asioWait) {
+        drained.socket.async_wait(
+            Udp::socket::wait_read,
+            [&](const boost::system::error_code& error) { RecordOutcome(&outcome, error); });
+      } else {
+        drained.wait.Start(nullptr, &RecordOutcome, &outcome);
+      }
+      drained.Send();
+      RunUntilCalled(io, outcome);
+      if (outcome.calls == 1 && !outcome.error && Drain(drained.socket) == 1) ++woken;
+    }
+    std::printf("woken %d", woken);
+    std::fflush(stdout);  // closing the sockets makes an epoll_ctl (and ends the child)
+  });
+}
+
+}  // namespace
+
+TEST_CASE("readable waits make no epoll_ctl, where Asio's async_wait makes one each",
+          "[.][realtime][rudp][batched]") {
+  const std::string output = WakeWithoutEpollCtl(false);
+  if (output == "no seccomp") {
+    WARN("seccomp is not available here: nothing to test");
+    return;
+  }
+  CHECK(output == "woken 100");
+  // The filter bites: Asio's wait re-arms the socket, and the kernel ends the child at once.
+  CHECK(WakeWithoutEpollCtl(true) == "");
+}
+#else
+TEST_CASE("a build without the readable wait refuses to make one", "[.][realtime][rudp][batched]") {
+  boost::asio::io_context io;
+  Udp::socket socket = OpenSocket(io);
+  CHECK_THROWS_AS(udp::ReadableWait(socket), std::logic_error);
 }
 #endif

@@ -116,6 +116,10 @@ ConnectionCore::Sending& ConnectionCore::MakeSending() {
   return *m_sending;
 }
 
+std::uint64_t ConnectionCore::ContiguousReceived() const noexcept {
+  return m_receiveBuffer ? m_receiveBuffer->ContiguousEnd() : 0;
+}
+
 ReceiveBuffer& ConnectionCore::MakeReceiveBuffer() {
   if (!m_receiveBuffer) {
     const auto& options = m_context.options;
@@ -520,6 +524,13 @@ bool ConnectionCore::StoreStreamData(const DecodedPacket& packet, const FrameSum
 }
 
 bool ConnectionCore::StoreStream(const StreamFrame& stream) {
+  // After its graceful CLOSE the peer has nothing more to send (it closes once all it sent is
+  // acknowledged, and ApplyControlFrames checked that all of it is here): a late copy of what
+  // came before is harmless, a byte beyond would reach a reader already told ClosedByPeer.
+  if (m_peerClosed && stream.offset + stream.length > ContiguousReceived()) {
+    ProtocolViolation();
+    return false;
+  }
   const auto result = MakeReceiveBuffer().Insert(stream.offset, stream.data, stream.length);
   if (result == ReceiveBuffer::InsertResult::TooFragmented) {
     ++m_context.stats.droppedTooFragmented;
@@ -618,6 +629,13 @@ bool ConnectionCore::ApplyControlFrames(const DecodedPacket& packet, const Frame
           // what it was already asked to send.
           m_acks.RequestImmediateAck();
           if (m_phase == Phase::Draining) break;
+          // Everything the peer sent is acknowledged, so stored: a gap means it lied, and a
+          // reader could be told ClosedByPeer while a message waits for bytes that never come.
+          // The CLOSE is ignored (its packet is already recorded: counted, not undone).
+          if (m_receiveBuffer && m_receiveBuffer->HighestReceived() != ContiguousReceived()) {
+            ProtocolViolation();
+            return false;
+          }
           m_peerClosed = true;
           if (m_ourClose == OurClose::NotRequested) {
             m_ourClose = OurClose::AwaitingAcks;

@@ -445,6 +445,8 @@ class ConnectionCore final : private IPacketFate {
   // never has one); before it, the window is all there is to know.
   std::unique_ptr<ReceiveBuffer> m_receiveBuffer;
   ReceiveBuffer& MakeReceiveBuffer();
+  // The end of the stream's in-order prefix (0 before any STREAM frame).
+  std::uint64_t ContiguousReceived() const noexcept;
   std::uint64_t ReceiveLimit() const noexcept;  // the flow-control limit we may advertise
   AckTracker m_acks;
   // Our latest packets that carried an ACK frame, each with that frame's largest acknowledged (a

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ReliableUDP/Detail/WireFormat.h"
@@ -1019,6 +1020,88 @@ TEST_CASE("a packet that acknowledges, overflows the message size and closes is 
   REQUIRE(network.RunFor(10 * kSecond, [&] { return done; }));
   CHECK(received == Error::ProtocolError);
   CHECK(pair.server.Statistics().connectionsOpen == 0);
+}
+
+// A graceful CLOSE promises that everything the peer sent is acknowledged (so stored here): a
+// byte beyond it, or a CLOSE while bytes are missing, would let a reader told ClosedByPeer get a
+// message after all, or wait for one that never completes.
+TEST_CASE("stream data beyond a graceful close, or a close with bytes missing, is refused",
+          "[rudp][sim][hostile]") {
+  using namespace rudp::detail;
+  SimulatedNetwork network(49);
+  ConnectedPair pair(network);
+  REQUIRE(pair.connected);
+  const ClientPacketTap tap(network, pair);
+  REQUIRE(tap.serverId != 0);
+  std::vector<std::uint8_t> first;
+  pair.serverSide->AsyncReceive(first, [](boost::system::error_code) {});
+  network.RunFor(kSecond);
+  REQUIRE(first == tap.ping);  // the client's stream bytes 0-1
+  // Only the injected packets from here: the server's own CLOSE, never acknowledged, keeps its
+  // side closing (not draining, where it would read nothing anyway).
+  network.Link(pair.client.Address(), pair.server.Address()).down = true;
+  network.Link(pair.server.Address(), pair.client.Address()).down = true;
+
+  PacketNumber packetNumber = 1000;
+  const auto inject = [&](const std::function<void(PacketWriter&)>& frames) {
+    std::vector<std::uint8_t> datagram(1200);
+    PacketWriter writer(datagram.data(), datagram.size());
+    writer.BeginData(tap.serverId, packetNumber++);
+    frames(writer);
+    datagram.resize(writer.Finish());
+    pair.server.Deliver(pair.client.Address(), datagram);
+    network.RunFor(kSecond / 10);
+  };
+  const auto appendStream = [](PacketWriter& writer, std::uint64_t offset,
+                               const std::vector<std::uint8_t>& bytes) {
+    std::size_t written = 0;
+    REQUIRE(
+        timerwheel::test::AppendStreamFrame(writer, offset, bytes.data(), bytes.size(), &written));
+    REQUIRE(written == bytes.size());
+  };
+  const std::vector<std::uint8_t> message{3, 'a', 'b', 'c'};
+  const std::uint64_t violationsBefore = pair.server.Statistics().droppedProtocolViolation;
+
+  SECTION("a byte beyond a graceful close") {
+    inject([&](PacketWriter& writer) {
+      const AckRange range{0, tap.serverLargest};
+      REQUIRE(writer.AppendAck(&range, 1, 0));
+      REQUIRE(writer.AppendClose(CloseCode::Graceful));
+    });
+    std::vector<std::uint8_t> afterClose;
+    std::optional<boost::system::error_code> firstResult;
+    pair.serverSide->AsyncReceive(afterClose,
+                                  [&](boost::system::error_code ec) { firstResult = ec; });
+    network.RunFor(kSecond / 10);
+    REQUIRE(firstResult.has_value());
+    CHECK(*firstResult == Error::ClosedByPeer);
+
+    inject([&](PacketWriter& writer) { appendStream(writer, 0, {1, 1}); });  // a late copy
+    CHECK(pair.server.Statistics().droppedProtocolViolation == violationsBefore);
+    inject([&](PacketWriter& writer) { appendStream(writer, 2, message); });
+    CHECK(pair.server.Statistics().droppedProtocolViolation == violationsBefore + 1);
+    std::vector<std::uint8_t> later;
+    std::optional<boost::system::error_code> laterResult;
+    pair.serverSide->AsyncReceive(later, [&](boost::system::error_code ec) { laterResult = ec; });
+    network.RunFor(kSecond / 10);
+    REQUIRE(laterResult.has_value());
+    CHECK(*laterResult == Error::ClosedByPeer);
+    CHECK(later.empty());
+  }
+  SECTION("a graceful close while bytes are missing") {
+    inject([&](PacketWriter& writer) { appendStream(writer, 4, {9, 9}); });  // 2-3 missing
+    inject([&](PacketWriter& writer) { REQUIRE(writer.AppendClose(CloseCode::Graceful)); });
+    CHECK(pair.server.Statistics().droppedProtocolViolation == violationsBefore + 1);
+    // The close was not taken: the missing bytes still complete a message.
+    inject([&](PacketWriter& writer) { appendStream(writer, 2, {3, 'a'}); });
+    std::vector<std::uint8_t> received;
+    std::optional<boost::system::error_code> result;
+    pair.serverSide->AsyncReceive(received, [&](boost::system::error_code ec) { result = ec; });
+    network.RunFor(kSecond / 10);
+    REQUIRE(result.has_value());
+    CHECK(!*result);
+    CHECK(received == std::vector<std::uint8_t>{'a', 9, 9});
+  }
 }
 
 // ConnectionCore decodes the usual packet (ACK, STREAM, PING; at most four STREAM frames) once

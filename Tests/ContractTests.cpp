@@ -700,3 +700,57 @@ TEMPLATE_TEST_CASE("timers set before, across and after the 32-bit tick wrap fir
   queue->CheckInvariants();
   CHECK(monitor.LiveTimers() == 0);
 }
+
+// A callback that ends the dispatch would move the batch from under HandleTimeout's loop (its
+// entries ran twice, and the next dispatch's DropFront went past the batch's end): End refuses,
+// and every expiry runs once, in order.
+TEMPLATE_TEST_CASE("EndTimeoutHandling from a timer callback is refused and changes nothing",
+                   "[contract]", TIMERWHEEL_ALL_QUEUE_TRAITS) {
+  QueueFixture<TestType> f;
+  std::vector<TimerHandle> handles;
+  for (UserData i = 0; i < 4; ++i) {
+    handles.push_back(f.queue->CreateTimer());
+    f.queue->SetTimer(handles.back(), f.timer, 0, i);
+  }
+  int refusals = 0;
+  f.timer.OnFire([&](UserData userData) {
+    if (userData != 0) return;
+    CHECK_THROWS_AS(f.queue->EndTimeoutHandling(), std::logic_error);
+    CHECK_THROWS_AS(f.queue->BeginTimeoutHandling(), std::logic_error);
+    ++refusals;
+  });
+  f.ticks.Advance(TestType::kGranularity);
+  CHECK(f.queue->HandleTimeouts() == 4);
+  CHECK(refusals == 1);
+  CHECK(f.timer.UserDataInOrder() == std::vector<UserData>{0, 1, 2, 3});
+  f.timer.OnFire(nullptr);
+  CHECK(f.queue->HandleTimeouts() == 0);
+  f.queue->CheckInvariants();
+  for (auto& handle : handles) f.queue->DestroyTimer(handle);
+  f.RequireNoLeak();
+}
+
+namespace {
+// A clock whose reading fails on demand (ITickProvider::GetTickCount may throw).
+struct FailingClock final : ITickProvider {
+  Ticks GetTickCount() const override {
+    if (fail) throw std::runtime_error("clock failed");
+    return 1'000'000'007;
+  }
+  bool fail = false;
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("a one-shot timer whose clock read throws leaves nothing behind", "[contract]",
+                   TIMERWHEEL_ALL_QUEUE_TRAITS) {
+  FailingClock clock;
+  CountingTimerQueueMonitor monitor;
+  auto queue = TestType::Make(clock, &monitor);
+  RecordingTimer timer{clock};
+  clock.fail = true;
+  CHECK_THROWS_AS(queue->SetOneShotTimer(timer, 10, 1), std::runtime_error);
+  clock.fail = false;
+  CHECK_NOTHROW(queue->CheckInvariants());
+  CHECK(monitor.LiveTimers() == 0);
+  CHECK(queue->GetNextTimeout() == kInfinite);
+}

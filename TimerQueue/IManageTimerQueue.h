@@ -49,7 +49,9 @@ class IManageTimerQueue : public ITimerQueue {
 
   // Lock held. Ends the dispatch: frees timers destroyed during it and one-shot timers that
   // fired. Expiries not yet dispatched stay due (first in line at the next Begin); nothing is
-  // dropped. Throws std::logic_error without a matching Begin.
+  // dropped. Throws std::logic_error, changing nothing, without a matching Begin or from a
+  // timer callback (while HandleTimeout runs; Begin from one throws too: a dispatch is in
+  // progress).
   virtual void EndTimeoutHandling() = 0;
 
   // One complete dispatch for single-threaded use: Begin, Handle everything, End. If a callback

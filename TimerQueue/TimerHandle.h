@@ -13,7 +13,11 @@ class TimerHandleAccess;
 // InvalidTimerHandle. A handle is an index into the queue's record pool plus the generation of the
 // record when it was created: destroying a timer bumps the generation, so a stale copy of the
 // handle can never reach a newer timer that reuses the slot (validation is one compare).
-// Handles are only meaningful to the queue that created them.
+// Handles are only meaningful to the queue that created them: every queue numbers its records
+// and generations the same way, so one passed to another queue is refused only when it names no
+// live timer there; otherwise it acts on that queue's timer, as a pointer into the wrong
+// container would (checking it would cost a queue tag in every handle and a compare more in every
+// call).
 // Aligned like a 64-bit integer so that std::atomic<TimerHandle> is lock-free with every compiler
 // (with 4-byte alignment Clang calls libatomic for it).
 class alignas(8) TimerHandle {

@@ -40,7 +40,9 @@ struct TimerWheelOptions {
 // Memory: 8 bytes per slot plus 56 bytes per timer: a 16-byte hot record (handle key, links,
 // slot) that set, cancel and validation touch, a 32-byte cold one (callback, user data, deadline,
 // generation) written when a timer is armed, created or fired, and its 8-byte last dispatch-batch
-// entry.
+// entry; and, from the first dispatch on, the batch's room, kept: 16 bytes an entry for as many
+// as timers were set at the busiest dispatch so far, grown twofold (BeginTimeoutHandling
+// reserves for every set timer before it detaches any, so that detaching cannot fail half-way).
 class TimerWheel final : public detail::BasicTimerQueue<detail::WheelScheduler> {
  public:
   // Throws std::invalid_argument for g == 0, M == 0, M + L + 2g over 2^32 - 1, or more than 2^24

@@ -60,8 +60,9 @@ namespace timerwheel::detail {
 // callbacks left over keeps them due, and meanwhile the timer may be re-set and expire again.
 //
 // Thread safety: none here (see IManageTimerQueue). HandleTimeout reads only m_batch,
-// m_batchPosition and m_dispatching; every other member is touched only by calls made under the
-// driver's lock, and m_batch is changed only by Begin and End.
+// m_batchPosition, m_handlingDepth and m_dispatching (m_handlingDepth is the dispatching
+// thread's alone: End, which reads it, runs on that thread); every other member is touched only by
+// calls made under the driver's lock, and m_batch is changed only by Begin and End.
 template <class Scheduler>
 class BasicTimerQueue : public IManageTimerQueue {
  public:
@@ -172,11 +173,11 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   void SetOneShotTimer(ITimer& timer, Milliseconds timeout, UserData userData) override {
     CheckTimeout(timeout);
+    const Ticks now = Now();  // first: a clock that throws leaves no record behind
+    m_scheduler.AdvanceTo(now);
     const std::uint32_t id = AllocateRecord();
     Pool().Release(id);  // no handle: freed by EndTimeoutHandling once it has fired
     ++m_pendingOneShots;
-    const Ticks now = Now();
-    m_scheduler.AdvanceTo(now);
     SettleIf(Arm(id, timer, userData, DeadlineFor(now, timeout), /*wasPending=*/false));
     if (m_monitor) m_monitor->OnOneShotTimerCreated();
   }
@@ -241,6 +242,13 @@ class BasicTimerQueue : public IManageTimerQueue {
     const std::size_t available = m_batch.Size() - m_batchPosition;
     const std::size_t end = m_batchPosition + (budget < available ? budget : available);
     ITimerQueueMonitor* const monitor = m_monitor;
+    // While callbacks run, End refuses (it would move the batch from under this loop); counted
+    // so that a callback's own HandleTimeout nests, and undone when a callback throws.
+    ++m_handlingDepth;
+    const struct DepthGuard {
+      std::size_t& depth;
+      ~DepthGuard() { --depth; }
+    } depthGuard{m_handlingDepth};
     std::size_t handled = 0;
     for (std::size_t position = m_batchPosition; position < end; position = m_batchPosition) {
       const TimerData expired = entries[position].expired;
@@ -256,6 +264,9 @@ class BasicTimerQueue : public IManageTimerQueue {
   void EndTimeoutHandling() override {
     if (!m_dispatching) {
       throw std::logic_error("EndTimeoutHandling without a matching BeginTimeoutHandling");
+    }
+    if (m_handlingDepth != 0) {
+      throw std::logic_error("EndTimeoutHandling called from a timer callback");
     }
     // Only released records (destroyed during the dispatch, one-shots) are freed here, once no
     // entry left in the batch names them (a record named twice is freed after its last entry);
@@ -596,6 +607,7 @@ class BasicTimerQueue : public IManageTimerQueue {
 
   Batch m_batch;                    // timed-out copies, in firing order
   std::size_t m_batchPosition = 0;  // next entry HandleTimeout runs
+  std::size_t m_handlingDepth = 0;  // HandleTimeout calls running (nested by callbacks)
   // Entries are numbered from 1 in the order Begin adds them, never reused: m_batch[i] is entry
   // m_firstBatchEntry + i (64 bits: does not wrap).
   std::uint64_t m_firstBatchEntry = 1;

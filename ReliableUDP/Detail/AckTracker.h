@@ -56,6 +56,8 @@ class AckTracker {
   void ReleaseIdleMemory();
 
   std::uint64_t DuplicatesDropped() const noexcept { return m_duplicates; }
+  // When the packet with the largest number so far arrived (0 before any).
+  Microseconds LargestArrival() const noexcept { return m_largestArrival; }
 
  private:
   // Adds pn (not yet received, at or above the floor) to the ranges.

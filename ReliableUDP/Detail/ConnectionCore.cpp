@@ -116,6 +116,10 @@ ConnectionCore::Sending& ConnectionCore::MakeSending() {
   return *m_sending;
 }
 
+Microseconds ConnectionCore::QuietInterval() const {
+  return std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
+}
+
 std::uint64_t ConnectionCore::ContiguousReceived() const noexcept {
   return m_receiveBuffer ? m_receiveBuffer->ContiguousEnd() : 0;
 }
@@ -549,6 +553,7 @@ bool ConnectionCore::StoreStream(const StreamFrame& stream) {
 
 bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSummary& summary,
                                    std::size_t datagramSize, Microseconds now) {
+  const Microseconds previousArrival = m_acks.LargestArrival();  // before this packet's
   if (!m_acks.OnPacketReceived(packet.header.packetNumber, summary.ackEliciting, now)) {
     Cold& cold = MakeCold();
     ++cold.duplicatePacketsReceived;  // a duplicate or a replay: its data, if any, is known
@@ -578,8 +583,11 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // never comes). The received ranges, and the sent-packet log, which a busy spell before
     // the quiet one may have grown (both a compare when there is nothing to give back): the
     // rest of its state does not grow while idle, and this runs once a round on every idle
-    // connection.
-    if (m_phase == Phase::Established && !m_loss.HasAckElicitingInFlight()) {
+    // connection. Only after a quiet spell from the peer too: PINGs that each skip a number
+    // would otherwise give the room back and take it again at every datagram (three
+    // allocations each); a keepalive comes a keepalive interval after the peer's last packet.
+    if (m_phase == Phase::Established && !m_loss.HasAckElicitingInFlight() &&
+        now - previousArrival >= QuietInterval()) {
       m_acks.ReleaseIdleMemory();
       m_loss.ReleaseIdleMemory();
     }
@@ -597,9 +605,9 @@ bool ConnectionCore::RecordReceipt(const DecodedPacket& packet, const FrameSumma
     // longer to share fairly). Now and then its ACK carries a PING, which the peer acknowledges.
     // Not for a lone PING (a keepalive): its answer, an ACK, is acknowledged by the next one
     // (AfterDataPacket), and an idle connection's round stays two datagrams.
-    const Microseconds quiet =
-        std::min(Microseconds{m_context.options.keepaliveInterval} * 1000 / 2, IdleTimeout() / 4);
-    if (!summary.onlyPing && now - m_loss.LastAckElicitingSent() > quiet) m_pingPending = true;
+    if (!summary.onlyPing && now - m_loss.LastAckElicitingSent() > QuietInterval()) {
+      m_pingPending = true;
+    }
   }
   return true;
 }

@@ -445,6 +445,9 @@ class ConnectionCore final : private IPacketFate {
   // never has one); before it, the window is all there is to know.
   std::unique_ptr<ReceiveBuffer> m_receiveBuffer;
   ReceiveBuffer& MakeReceiveBuffer();
+  // How long without traffic makes a quiet spell: half a keepalive interval (at most a quarter
+  // of the idle timeout).
+  Microseconds QuietInterval() const;
   // The end of the stream's in-order prefix (0 before any STREAM frame).
   std::uint64_t ContiguousReceived() const noexcept;
   std::uint64_t ReceiveLimit() const noexcept;  // the flow-control limit we may advertise

@@ -11,8 +11,10 @@
 #include "ReliableUDP/Detail/Crc32c.h"
 #include "ReliableUDP/Detail/WireFormat.h"
 #include "ReliableUDP/Support/HandshakeDatagrams.h"
+#include "ReliableUDP/Support/HostileHarness.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
+#include "Support/AllocationCounter.h"
 
 using namespace timerwheel;
 using namespace timerwheel::test;
@@ -445,4 +447,61 @@ TEST_CASE(
   REQUIRE(network.RunFor(10 * kSecond, [&] { return connected && accepted; }));
   CHECK(hellosWithCookie == 1);
   CHECK(server.Statistics().droppedBadCookie == 0);
+}
+
+// An idle server connection gives back its ACK ranges' room at the peer's keepalive. PINGs that
+// each skip a packet number (and acknowledge our last ACK, so that the gaps count as reported)
+// made it give the room back and take it again at every datagram: three allocations each. It
+// waits for a quiet spell from the peer now.
+TEST_CASE("lone PINGs that skip packet numbers make an idle server allocate nothing per datagram",
+          "[rudp][sim][hostile]") {
+  // Allocations per 100 datagrams, PINGs in order and PINGs each skipping a number.
+  const auto allocationsFor = [](PacketNumber step) {
+    SimulatedNetwork network(4244);
+    HostileHarness harness(network, rudp::EndpointOptions{}, 1);
+    REQUIRE(harness.serverSides.size() == 1);
+    network.Link(harness.client->Address(), harness.server->Address()).down = true;
+    const ConnectionId id = harness.ServerIds().front();
+    PacketNumber next = harness.clientLargest[id] + 1;
+    PacketNumber serverLargest = 0;
+    bool heardServer = false;
+    std::size_t allocations = 0;
+    const auto round = [&] {
+      for (const auto& datagram : harness.serverPackets) {
+        DecodedPacket packet;
+        if (DecodePacket(datagram.data(), datagram.size(), packet) != DecodeStatus::Ok ||
+            packet.header.type != PacketType::Data) {
+          continue;
+        }
+        serverLargest = heardServer ? std::max(serverLargest, packet.header.packetNumber)
+                                    : packet.header.packetNumber;
+        heardServer = true;
+      }
+      next += step;
+      const auto datagram = WriteDataPacket(nullptr, id, next, [&](PacketWriter& writer) {
+        if (heardServer) {
+          const AckRange range{serverLargest, serverLargest};
+          REQUIRE(writer.AppendAck(&range, 1, 0));
+        }
+        REQUIRE(writer.AppendPing());
+      });
+      harness.serverPackets.clear();
+      harness.serverPackets.reserve(16);
+      {
+        const CountAllocations counting;
+        harness.server->Deliver(harness.client->Address(), datagram);
+        allocations += counting.Count();
+      }
+      network.RunFor(1000);
+    };
+    for (int i = 0; i < 20; ++i) round();  // warm
+    allocations = 0;
+    for (int i = 0; i < 100; ++i) round();
+    CHECK(harness.server->Statistics().droppedProtocolViolation == 0);
+    return allocations;
+  };
+  const std::size_t inOrder = allocationsFor(1);  // the simulation's own copies, the same both ways
+  const std::size_t skipping = allocationsFor(2);
+  INFO("allocations per 100 datagrams: " << inOrder << " in order, " << skipping << " skipping");
+  CHECK(skipping <= inOrder);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <stdexcept>
 
 #include "ReliableUDP/Detail/Bbr.h"
 #include "ReliableUDP/Detail/KnownPathController.h"
@@ -70,6 +71,20 @@ const CongestionStatistics& LossRecovery::CongestionControllerStatistics() const
 
 void LossRecovery::SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept {
   m_rtt.SetPeerMaxAckDelay(maxAckDelay);
+}
+
+void LossRecovery::SetMaxDatagramSize(std::size_t maxDatagramSize) {
+  if (maxDatagramSize == 0 || maxDatagramSize > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("LossRecovery::SetMaxDatagramSize: size out of range");
+  }
+  // A controller sized its window, and what is in flight was counted, in the old size: changing
+  // it under them would leave a window and a minimum that disagree with the packets.
+  if (m_congestion || m_ackElicitingInFlight > 0) {
+    throw std::logic_error(
+        "LossRecovery::SetMaxDatagramSize: only before the controller and with nothing in flight");
+  }
+  m_maxDatagramSize = static_cast<std::uint32_t>(maxDatagramSize);
+  m_pacer = Pacer(maxDatagramSize, NewReno::InitialWindow(maxDatagramSize), m_rtt.PacingRtt());
 }
 
 // ---- Sending ----

@@ -219,7 +219,10 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   event.bytesInFlight = m_bytesInFlight;
   event.hasRttSample = haveRttSample;
   event.latestRtt = m_rtt.Latest();
-  event.ackDelay = ack.ackDelayMicroseconds;
+  // Capped at the peer's max_ack_delay, as the RTT estimate is (RFC 9002 5.3): Bbr subtracts it
+  // from the RTT to see a queue, and an uncapped one (a varint, up to 2^62 us) from a peer that
+  // reports huge delays would hide every queue, and with it congestive loss.
+  event.ackDelay = m_rtt.TrustedAckDelay(ack.ackDelayMicroseconds);
   m_congestion->OnAckProcessed(event);
 
   Settle(now);

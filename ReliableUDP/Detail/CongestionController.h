@@ -32,7 +32,7 @@ struct AckEvent {
   bool windowReduced = false;         // its losses reduced the window: no growth from it
   bool hasRttSample = false;          // it gave an RTT sample, `latestRtt`
   Microseconds latestRtt = 0;
-  Microseconds ackDelay = 0;  // the ACK delay the peer reported for it
+  Microseconds ackDelay = 0;  // the ACK delay the peer reported, capped at its max_ack_delay
 };
 
 // Loss recovery (which owns the sent-packet log, bytes in flight and the RTT estimate) tells the

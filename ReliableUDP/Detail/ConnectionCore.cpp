@@ -387,6 +387,12 @@ void ConnectionCore::EnterEstablished(const TransportParameters& peer, Microseco
       std::min<std::uint64_t>(peer.idleTimeoutMs, std::numeric_limits<std::uint32_t>::max()));
   m_sendDatagramSize = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(m_context.options.maxDatagramSize, peer.maxDatagramSize));
+  // The windows and the pacer count packets of the size we send, not of our own maximum (a peer
+  // that takes 1200 bytes while we take 65507 would see a first flight of 109 packets). Nothing
+  // has gone through m_loss yet (Flush sends nothing while connecting; the handshake packets,
+  // at most kHelloSize, are not recorded), so it takes the new size. Told here rather than built
+  // here: a connecting connection already reports m_loss's figures in its statistics.
+  m_loss.SetMaxDatagramSize(m_sendDatagramSize);
   m_peerMaxMessageSize = peer.maxMessageSize;
   m_peerMaxData = peer.initialMaxData;
   m_advertisedMaxData = ReceiveLimit();

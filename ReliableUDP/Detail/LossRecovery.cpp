@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <stdexcept>
 
 #include "ReliableUDP/Detail/Bbr.h"
 #include "ReliableUDP/Detail/KnownPathController.h"
@@ -70,6 +71,20 @@ const CongestionStatistics& LossRecovery::CongestionControllerStatistics() const
 
 void LossRecovery::SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept {
   m_rtt.SetPeerMaxAckDelay(maxAckDelay);
+}
+
+void LossRecovery::SetMaxDatagramSize(std::size_t maxDatagramSize) {
+  if (maxDatagramSize == 0 || maxDatagramSize > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("LossRecovery::SetMaxDatagramSize: size out of range");
+  }
+  // A controller sized its window, and what is in flight was counted, in the old size: changing
+  // it under them would leave a window and a minimum that disagree with the packets.
+  if (m_congestion || m_ackElicitingInFlight > 0) {
+    throw std::logic_error(
+        "LossRecovery::SetMaxDatagramSize: only before the controller and with nothing in flight");
+  }
+  m_maxDatagramSize = static_cast<std::uint32_t>(maxDatagramSize);
+  m_pacer = Pacer(maxDatagramSize, NewReno::InitialWindow(maxDatagramSize), m_rtt.PacingRtt());
 }
 
 // ---- Sending ----
@@ -204,7 +219,10 @@ LossRecovery::AckResult LossRecovery::OnAckReceived(const AckFrame& ack, Microse
   event.bytesInFlight = m_bytesInFlight;
   event.hasRttSample = haveRttSample;
   event.latestRtt = m_rtt.Latest();
-  event.ackDelay = ack.ackDelayMicroseconds;
+  // Capped at the peer's max_ack_delay, as the RTT estimate is (RFC 9002 5.3): Bbr subtracts it
+  // from the RTT to see a queue, and an uncapped one (a varint, up to 2^62 us) from a peer that
+  // reports huge delays would hide every queue, and with it congestive loss.
+  event.ackDelay = m_rtt.TrustedAckDelay(ack.ackDelayMicroseconds);
   m_congestion->OnAckProcessed(event);
 
   Settle(now);

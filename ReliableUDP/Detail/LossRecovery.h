@@ -86,6 +86,15 @@ class LossRecovery {
 
   // Once the handshake has told us the peer's max ACK delay (before: 0).
   void SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept;
+  // Once the handshake has settled the size of the datagrams the connection sends (the smaller of
+  // both sides' maxDatagramSize), which may be below the size these options gave: the windows
+  // (initial and minimum), the pacer's burst and the controller all count packets of that size,
+  // and a window of 10 of our own 65507-byte datagrams is 109 of a peer's 1200-byte ones. Only
+  // while there is no controller and nothing in flight (what is held was counted in the old size);
+  // else throws std::logic_error, changing nothing (std::invalid_argument for a size of 0 or of
+  // 2^32 and more). The pacer starts over, full: it held tokens of the old size, and with nothing
+  // in flight a new connection's burst is all it grants.
+  void SetMaxDatagramSize(std::size_t maxDatagramSize);
   // The least probe timeout of a flight that holds nothing but PINGs (0: none, the default).
   void SetPingProbeFloor(Microseconds floor) noexcept { m_pingProbeFloor = floor; }
 

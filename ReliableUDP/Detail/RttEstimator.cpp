@@ -18,7 +18,7 @@ void RttEstimator::OnSample(Microseconds latest, Microseconds ackDelay, Microsec
   m_min = std::min(m_min, latest);
   // The peer's reported delay is trusted only up to what it promised, and never so far that the
   // sample would fall below the minimum RTT.
-  const Microseconds delay = std::min(ackDelay, m_peerMaxAckDelay);
+  const Microseconds delay = TrustedAckDelay(ackDelay);
   const Microseconds adjusted = latest >= m_min + delay ? latest - delay : latest;
   const Microseconds deviation =
       m_smoothed > adjusted ? m_smoothed - adjusted : adjusted - m_smoothed;

@@ -14,6 +14,14 @@ class RttEstimator {
   // Once the handshake has told us the peer's max ACK delay (before: 0).
   void SetPeerMaxAckDelay(Microseconds maxAckDelay) noexcept { m_peerMaxAckDelay = maxAckDelay; }
   Microseconds PeerMaxAckDelay() const noexcept { return m_peerMaxAckDelay; }
+  // How much of a reported ACK delay is believed: at most the max ACK delay the peer advertised,
+  // for the RTT estimate and the congestion controller's queue signal alike. RFC 9002 5.3 caps it
+  // once the handshake is confirmed (and ignores max_ack_delay before, when QUIC's handshake ACKs
+  // may wait for keys): here no ACK is processed before the connection is established, when the
+  // handshake is over and the peer's max ACK delay is set (before, the cap is 0: none believed).
+  Microseconds TrustedAckDelay(Microseconds ackDelay) const noexcept {
+    return ackDelay < m_peerMaxAckDelay ? ackDelay : m_peerMaxAckDelay;
+  }
 
   // A sample: `latest` from a newly acknowledged largest packet, `ackDelay` as the peer reported.
   void OnSample(Microseconds latest, Microseconds ackDelay, Microseconds now) noexcept;

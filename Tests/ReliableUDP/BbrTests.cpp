@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ReliableUDP/Detail/DeliveryRateSampler.h"
+#include "ReliableUDP/Detail/LossRecovery.h"
 #include "ReliableUDP/Support/MessageStream.h"
 #include "ReliableUDP/Support/SimulatedNetwork.h"
 
@@ -623,4 +624,92 @@ TEST_CASE("Bbr flows started together probe for bandwidth at moments of their ow
     largestDifference = std::max(largestDifference, a > b ? a - b : b - a);
   }
   CHECK(largestDifference >= 300 * kMillisecond);
+}
+
+// --- Bbr through LossRecovery, against what the peer reports
+// ---------------------------------------------------------------------
+
+namespace {
+
+using rudp::detail::AckFrame;
+using rudp::detail::AckRange;
+using rudp::detail::CongestionStatistics;
+using rudp::detail::IPacketFate;
+using rudp::detail::LossRecovery;
+using rudp::detail::LossRecoveryOptions;
+using rudp::detail::PacketNumber;
+
+struct IgnoredFate final : IPacketFate {
+  void OnPacketAcked(const SentPacket&) override {}
+  void OnPacketLost(const SentPacket&) override {}
+};
+
+// A Bbr sender on a 20 ms path, driven 1 ms at a time for 4 s: after 200 ms a queue of 30 ms
+// stands and every tenth packet is lost, congestion by Bbr's rule (loss above 2 % with the RTT
+// risen by max(min RTT / 8, 2 ms)). Each packet is acknowledged alone once its RTT has passed,
+// the peer reporting `reportedAckDelay` for every ACK while it advertised 25 ms at most.
+CongestionStatistics CongestedPathAsReported(Microseconds reportedAckDelay) {
+  constexpr std::uint32_t kMds = 1200;
+  constexpr Microseconds kBaseRtt = 20 * kMillisecond;
+  LossRecoveryOptions options;
+  options.maxDatagramSize = kMds;
+  options.modelBased = true;
+  LossRecovery recovery(options);
+  recovery.SetPeerMaxAckDelay(25 * kMillisecond);
+  recovery.PrepareToSend(true);
+  IgnoredFate fate;
+  PacketNumber pn = 0;
+  Microseconds now = kSecond;
+  std::vector<SentPacket> inFlight;
+  std::vector<PacketNumber> due;
+  for (int step = 0; step < 4000; ++step) {
+    while (recovery.CanSend(kMds) && recovery.NextSendTime(now) <= now) {
+      SentPacket packet;
+      packet.packetNumber = pn++;
+      packet.timeSent = now;
+      packet.size = kMds;
+      packet.ackEliciting = true;
+      recovery.OnPacketSent(packet);
+      inFlight.push_back(packet);
+    }
+    now += kMillisecond;
+    const Microseconds queue = step < 200 ? 0 : 30 * kMillisecond;
+    due.clear();
+    inFlight.erase(std::remove_if(inFlight.begin(), inFlight.end(),
+                                  [&](const SentPacket& packet) {
+                                    if (packet.timeSent + kBaseRtt + queue > now) return false;
+                                    if (packet.packetNumber % 10 != 7) {
+                                      due.push_back(packet.packetNumber);
+                                    }
+                                    return true;
+                                  }),
+                   inFlight.end());
+    for (const PacketNumber acked : due) {
+      AckFrame ack;
+      ack.ranges[0] = AckRange{acked, acked};
+      ack.rangeCount = 1;
+      ack.largest = acked;
+      ack.ackDelayMicroseconds = reportedAckDelay;
+      REQUIRE(recovery.OnAckReceived(ack, now, fate) == LossRecovery::AckResult::Ok);
+    }
+  }
+  return recovery.CongestionControllerStatistics();
+}
+
+}  // namespace
+
+// Found by review: Bbr subtracted the raw reported delay (a varint, up to 2^62 us) from each RTT
+// sample, so a peer that reported 1000 s hid every queue: 0 congestive rounds where an honest
+// peer's ACKs showed 62. The delay it may report is capped at the max ACK delay it advertised
+// (RFC 9002 5.3), as for the RTT estimate; a 30 ms queue still shows through a 25 ms cap.
+TEST_CASE("Bbr still sees congestive loss when the peer reports ACK delays beyond its maximum",
+          "[rudp][bbr]") {
+  const CongestionStatistics honest = CongestedPathAsReported(0);
+  const CongestionStatistics inflated = CongestedPathAsReported(1000 * kSecond);
+  // Tolerance: within 10 % of the honest count. Through the cap 5 ms of the 30 ms queue still
+  // shows, above the 2.5 ms margin; the runs differ only in where Startup ends (its own queue
+  // exit needs 10 ms, which the believed 25 ms hides).
+  CHECK(honest.congestiveLossRounds >= 50);
+  CHECK(inflated.congestiveLossRounds >= honest.congestiveLossRounds * 9 / 10);
+  CHECK(inflated.congestiveLossRounds <= honest.congestiveLossRounds);
 }

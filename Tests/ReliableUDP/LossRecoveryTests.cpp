@@ -6,9 +6,11 @@
 #include <deque>
 #include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "ReliableUDP/Detail/LossRecovery.h"
+#include "ReliableUDP/Detail/NewReno.h"
 
 using namespace timerwheel::rudp::detail;
 
@@ -418,6 +420,111 @@ TEST_CASE("LossRecovery persistent congestion needs packets sent after the first
   CHECK(fate.lost == std::vector<PacketNumber>{0, 1});
   CHECK(recovery.Statistics().persistentCongestion == 0);
   CHECK(recovery.Statistics().congestionWindow == 6000);
+}
+
+// --- The datagram size the connection sends (SetMaxDatagramSize) ---
+// A connection's own maxDatagramSize may be far larger than the peer's; it then sends datagrams of
+// the peer's size, and its windows and pacer must count those. Found by review: sized by the local
+// 65507, the initial window was 131014 bytes (109 packets of 1200), the pacer's bucket 655 KB, and
+// persistent congestion left 109 packets in flight instead of 2.
+
+namespace {
+
+constexpr std::size_t kLargeMds = 65507;  // the largest UDP payload: an endpoint's own maximum
+
+LossRecoveryOptions LargeLocalOptions(bool modelBased) {
+  LossRecoveryOptions options = Options();
+  options.maxDatagramSize = kLargeMds;
+  options.modelBased = modelBased;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("LossRecovery told a smaller datagram size starts with the window and burst of that size",
+          "[rudp][loss]") {
+  const bool modelBased = GENERATE(false, true);
+  CAPTURE(modelBased);
+  LossRecovery recovery(LargeLocalOptions(modelBased));
+  REQUIRE(recovery.Statistics().congestionWindow == NewReno::InitialWindow(kLargeMds));
+  recovery.SetMaxDatagramSize(kMds);
+  // RFC 9002 7.2 for 1200-byte datagrams, before the controller and in the one made after.
+  CHECK(recovery.Statistics().congestionWindow == 12000);
+  recovery.PrepareToSend(true);
+  REQUIRE(recovery.HasController());
+  CHECK(recovery.Statistics().congestionWindow == 12000);
+
+  // At one instant, ten full packets go, no more: the window stops an eleventh, and so does the
+  // pacer, whose bucket holds ten of them. (At time 0: the bucket earns from 0 at Bbr's rate.)
+  const Microseconds now = 0;
+  for (PacketNumber pn = 0; pn < 10; ++pn) {
+    REQUIRE(recovery.CanSend(kMds));
+    REQUIRE(recovery.NextSendTime(now) == now);
+    recovery.OnPacketSent(Packet(pn, now));
+  }
+  CHECK_FALSE(recovery.CanSend(kMds));
+  if (modelBased) {
+    // Bbr paces at 2.77 x the initial window per ms: 33.24 bytes per us, 1200 bytes in 37 us.
+    CHECK(recovery.NextSendTime(now) == now + 37);
+  } else {
+    // 1200 / (1.25 * 12000 / 333000): as for a connection whose own size is 1200.
+    CHECK(recovery.NextSendTime(now) == now + 26640);
+  }
+}
+
+TEST_CASE("LossRecovery persistent congestion collapses to the minimum window of the sent size",
+          "[rudp][loss]") {
+  const bool modelBased = GENERATE(false, true);
+  CAPTURE(modelBased);
+  LossRecovery recovery(LargeLocalOptions(modelBased));
+  recovery.SetMaxDatagramSize(kMds);
+  RecordingFate fate;
+  // As in "persistent congestion collapses the window to the minimum": 1-5 lost over 900 ms,
+  // more than 3 PTOs (750 ms) with nothing acknowledged between.
+  Sample(recovery, fate, 0, 0, 100000);
+  const Microseconds sent[] = {200000, 400000, 600000, 800000, 1100000};
+  for (PacketNumber pn = 1; pn <= 5; ++pn) recovery.OnPacketSent(Packet(pn, sent[pn - 1]));
+  recovery.OnPacketSent(Packet(6, 1150000));
+  recovery.OnPacketSent(Packet(7, 1200000));
+  REQUIRE(recovery.OnAckReceived(Ack({{6, 6}}), 1250000, fate) == LossRecovery::AckResult::Ok);
+  REQUIRE(fate.lost == std::vector<PacketNumber>{1, 2, 3, 4, 5});
+  REQUIRE(recovery.Statistics().persistentCongestion == 1);
+  // NewReno's minimum is 2 datagrams (RFC 9002 7.2); Bbr's is 4 (its ProbeRTT floor), and it
+  // grows at once by the packet this ACK acknowledged (NewReno grows nothing from an ACK whose
+  // losses reduced the window).
+  CHECK(recovery.Statistics().congestionWindow == (modelBased ? 4 * kMds + kMds : 2 * kMds));
+}
+
+TEST_CASE(
+    "LossRecovery refuses a new datagram size with packets in flight or a controller, "
+    "changing nothing",
+    "[rudp][loss]") {
+  LossRecovery recovery(LargeLocalOptions(false));
+  RecordingFate fate;
+  const std::uint64_t largeWindow = NewReno::InitialWindow(kLargeMds);
+  CHECK_THROWS_AS(recovery.SetMaxDatagramSize(0), std::invalid_argument);
+  CHECK(recovery.Statistics().congestionWindow == largeWindow);
+
+  // A keepalive in flight (no controller yet): what is in flight was counted in the old size.
+  SentPacket ping = Packet(0, 1000, true, static_cast<std::uint32_t>(kMinDataPacketSize));
+  ping.pingOnly = true;
+  recovery.OnPacketSent(ping);
+  REQUIRE_FALSE(recovery.HasController());
+  CHECK_THROWS_AS(recovery.SetMaxDatagramSize(kMds), std::logic_error);
+  CHECK(recovery.Statistics().congestionWindow == largeWindow);
+  // Acknowledged, nothing is in flight: the size may change.
+  REQUIRE(recovery.OnAckReceived(Ack({{0, 0}}), 21000, fate) == LossRecovery::AckResult::Ok);
+  recovery.SetMaxDatagramSize(kMds);
+  CHECK(recovery.Statistics().congestionWindow == 12000);
+
+  // A controller sized its window in the size it was made with.
+  recovery.PrepareToSend(true);
+  REQUIRE(recovery.HasController());
+  CHECK_THROWS_AS(recovery.SetMaxDatagramSize(kLargeMds), std::logic_error);
+  CHECK(recovery.Statistics().congestionWindow == 12000);
+  CHECK(recovery.NextSendTime(21000) == 21000);
+  for (PacketNumber pn = 1; pn <= 10; ++pn) recovery.OnPacketSent(Packet(pn, 21000));
+  CHECK_FALSE(recovery.CanSend(kMds));
 }
 
 TEST_CASE("LossRecovery congestion avoidance adds one datagram per window acked", "[rudp][loss]") {

@@ -941,6 +941,55 @@ TEST_CASE("closes that cross deliver everything both sides sent", "[rudp][sim][c
   CHECK(clientWatch.reason == (bothClose ? Error::ClosedLocally : Error::ClosedByPeer));
 }
 
+// Found by review: a connection whose own maxDatagramSize (65507) is above its peer's (1200, the
+// default) sends 1200-byte datagrams, but its windows and pacer counted 65507-byte ones: its first
+// flight was 109 datagrams instead of 10. Each side in turn is the large one and sends (the client
+// learns the size from the Welcome, the server from the Hello), with NewReno and with Bbr.
+TEST_CASE(
+    "a sender whose own datagram size exceeds the peer's sends a first flight of 10 datagrams",
+    "[rudp][sim][congestion]") {
+  const auto controller = GENERATE(rudp::CongestionControl::NewReno, rudp::CongestionControl::Bbr);
+  const bool clientIsLarge = GENERATE(true, false);
+  CAPTURE(controller, clientIsLarge);
+  SimulatedNetwork network(7);
+  LinkProfile link;
+  link.delay = 10'000;  // 20 ms round trip
+  network.SetDefaultLink(link);
+  rudp::EndpointOptions clientOptions;
+  clientOptions.congestionControl = controller;
+  rudp::EndpointOptions serverOptions = ServerOptions();
+  serverOptions.congestionControl = controller;
+  (clientIsLarge ? clientOptions : serverOptions).maxDatagramSize = 65507;
+  ConnectedPair pair(network, clientOptions, serverOptions);
+  REQUIRE(pair.connected);
+  network.RunFor(kSecond);
+
+  SimulatedHost& senderHost = clientIsLarge ? pair.client : pair.server;
+  Connection& sender = clientIsLarge ? *pair.clientSide : *pair.serverSide;
+  std::size_t dataDatagrams = 0;
+  std::size_t largest = 0;
+  const Microseconds start = network.Now();
+  network.tap = [&](const Udp::endpoint& from, const Udp::endpoint&,
+                    const std::vector<std::uint8_t>& datagram) {
+    // Before any ACK of the data can be back (15 ms of the 20 ms round trip): the first flight.
+    // Only the data-carrying ones: the sender's ACK-only packets are far smaller.
+    if (from != senderHost.Address() || network.Now() > start + 15'000) return;
+    if (datagram.size() < 1000) return;
+    ++dataDatagrams;
+    largest = std::max(largest, datagram.size());
+  };
+  const std::vector<std::uint8_t> message(512 << 10, 0x5a);
+  sender.AsyncSend(boost::asio::buffer(message), [](boost::system::error_code) {});
+  network.RunFor(15'000);
+  network.tap = nullptr;
+  // The peer's size bounds every datagram (a full one is 1192 bytes: the sender takes from its
+  // stream what fits beside the largest STREAM header, kStreamFrameOverhead).
+  CHECK(largest <= 1200);
+  // RFC 9002 7.2's initial window of 1200-byte datagrams: 12000 bytes, 10 full datagrams (109
+  // before the fix).
+  CHECK(dataDatagrams == 10);
+}
+
 TEST_CASE("a message nearly as large as the window still gets through after a small one",
           "[rudp][sim][flow]") {
   // Regression: the window used to be re-advertised only after a quarter of it was read, so a

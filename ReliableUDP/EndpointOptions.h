@@ -81,7 +81,13 @@ struct EndpointOptions {
   // receiveWindow (at least 2 x maxDatagramSize). Data beyond a budget is dropped unacknowledged:
   // the peer sends it again later.
   std::size_t maxReceiveMemoryPerConnection = 0;
-  // Receive-buffer memory of all connections together, bytes.
+  // Receive-buffer memory of all connections together, bytes. Data that extends a connection's
+  // in-order prefix may use all of it; out-of-order data is stored only while the total stays
+  // within half of it, so that peers which never fill their gaps (their data can never become
+  // contiguous, and stored data is never discarded) cannot starve other connections' in-order
+  // data: at most half is theirs, and retransmissions that fill an honest connection's gap still
+  // find room. Out-of-order data refused for it is counted in
+  // EndpointStatistics::droppedOverMemoryBudget like any other over-budget data.
   std::uint64_t maxReceiveMemory = std::uint64_t{4} << 30;
   // Admission control (servers; 0: no limit): connections from one IP address, from one /24
   // (IPv4) or /56 (IPv6) prefix, and new connections per second (a one-second burst). A server

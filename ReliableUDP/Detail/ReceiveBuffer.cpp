@@ -93,9 +93,13 @@ ReceiveBuffer::InsertResult ReceiveBuffer::Insert(std::uint64_t offset, const st
   }
   if (newChunks > 0) {
     const std::size_t newBytes = newChunks * static_cast<std::size_t>(chunkSize);
-    const bool extendsPrefix = begin == m_contiguousEnd;
-    if ((!extendsPrefix && MemoryHeld() + newBytes > m_connectionBudget) ||
-        m_pool.BytesInUse() + newBytes > m_endpointBudget) {
+    const std::size_t poolAfter = m_pool.BytesInUse() + newBytes;
+    if (begin == m_contiguousEnd) {
+      // In-order data may use the whole endpoint budget: the out-of-order share below keeps half
+      // of it out of reach of data that may never become contiguous.
+      if (poolAfter > m_endpointBudget) return InsertResult::OverBudget;
+    } else if (MemoryHeld() + newBytes > m_connectionBudget ||
+               poolAfter > OutOfOrderEndpointBudget()) {
       return InsertResult::OverBudget;
     }
   }

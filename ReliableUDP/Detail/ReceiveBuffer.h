@@ -22,11 +22,27 @@ namespace timerwheel::rudp::detail {
 // Memory: bytes live in the pool's chunks (the endpoint gives receive buffers small ones, 1 KiB),
 // taken lazily where bytes arrive and given back as soon as they are read, so what a connection
 // holds is proportional to the bytes it holds: at most the bytes plus one chunk per edge of each
-// out-of-order range. Two budgets bound it, counted in whole chunks: `connectionBudget` for this
-// buffer (data that extends the contiguous prefix is exempt: the window bounds it, and refusing
-// it could stall a message forever) and `endpointBudget` for the whole pool. Data over a budget
-// is refused (InsertResult::OverBudget) before anything is stored, so its packet goes
-// unacknowledged and the peer sends it again later: nothing is acknowledged and then lost.
+// out-of-order range. Budgets bound it, counted in whole chunks, `endpointBudget` for the whole
+// pool and `connectionBudget` for this buffer:
+//   - data that extends the contiguous prefix may fill the pool up to endpointBudget (and is
+//     exempt from connectionBudget: the window bounds it, and refusing it could stall a message
+//     forever);
+//   - out-of-order data is stored only within connectionBudget and while the pool stays within
+//     half of endpointBudget (OutOfOrderEndpointBudget).
+// Out-of-order data needs a share of its own because it may never become contiguous (a hostile
+// peer never sends its gaps, and PINGs to stay alive) and, once acknowledged, can never be
+// discarded: without the share, two such connections held the whole budget and every other
+// connection's in-order data, and so its progress, was refused until it timed out. With it,
+// out-of-order data never holds more than half the budget, and in-order data, a retransmission
+// filling a gap included, is refused only once in-order data (at most a window per connection,
+// freed as the application reads) fills the rest. Half, because out-of-order data only saves
+// retransmissions while in-order data is what makes progress, and splitting evenly leaves each
+// as much as the other at any budget. The share is checked against the whole pool, not against
+// the out-of-order bytes alone: nothing has to track which chunk holds which kind, and above half
+// the budget the endpoint is under pressure, where in-order data should go first (as TCP prunes
+// its out-of-order queue first). Data over a budget is refused (InsertResult::OverBudget)
+// before anything is stored, so its packet goes unacknowledged and the peer sends it again
+// later: nothing is acknowledged and then lost.
 //
 // Not thread-safe (the endpoint's lock guards it).
 class ReceiveBuffer {
@@ -67,6 +83,8 @@ class ReceiveBuffer {
   // Pool memory this buffer holds now (whole chunks), and the bytes stored in it.
   std::size_t MemoryHeld() const noexcept { return m_chunksHeld * m_pool.ChunkSize(); }
   std::uint64_t BytesHeld() const noexcept;
+  // The most pool memory (all buffers together) with which out-of-order data is still stored.
+  std::size_t OutOfOrderEndpointBudget() const noexcept { return m_endpointBudget / 2; }
 
   // When everything received was consumed: gives back the bookkeeping's high-water capacity.
   void ReleaseIdleMemory();

@@ -584,6 +584,52 @@ TEST_CASE("ReceiveBuffer bounds its out-of-order ranges", "[rudp][buffers]") {
   CHECK(pool.ChunksInUse() == 0);
 }
 
+// Out-of-order data may never become contiguous (a hostile peer never sends the gaps) and, once
+// acknowledged, can never be discarded: it may bring the pool to half the endpoint budget only,
+// so that in-order data, which may use all of it, always finds room.
+TEST_CASE(
+    "ReceiveBuffer stores out-of-order data within half the endpoint budget, in-order "
+    "data within all of it",
+    "[rudp][buffers][memory]") {
+  constexpr std::size_t kSmallChunk = 1024;
+  ChunkPool pool(kSmallChunk);
+  constexpr std::size_t kEndpointBudget = 8 * kSmallChunk;
+  ReceiveBuffer scattered(pool, 20000, 10000, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
+                          ReceiveBuffer::kUnlimited, kEndpointBudget);
+  ReceiveBuffer inOrder(pool, 20000, 10000, ReceiveBuffer::kDefaultMaxOutOfOrderRanges,
+                        ReceiveBuffer::kUnlimited, kEndpointBudget);
+  CHECK(scattered.OutOfOrderEndpointBudget() == kEndpointBudget / 2);
+  const Bytes stream = Pattern(0, 20000);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    CHECK(InsertBytes(scattered, stream, 1 + i * kSmallChunk, 1) == InsertResult::Ok);
+  }
+  CHECK(pool.BytesInUse() == kEndpointBudget / 2);
+  CHECK(InsertBytes(scattered, stream, 1 + 4 * kSmallChunk, 1) == InsertResult::OverBudget);
+  CHECK(InsertBytes(inOrder, stream, 5000, 1) == InsertResult::OverBudget);  // any buffer's
+  CHECK(InsertBytes(scattered, stream, 2, 10) == InsertResult::Ok);          // in a chunk it holds
+  CHECK(scattered.HighestReceived() == 1 + 3 * kSmallChunk + 1);
+
+  // In-order data takes the other half, then nothing more.
+  Bytes message;
+  AppendVarInt(message, 4 * kSmallChunk - 2);
+  message.resize(4 * kSmallChunk, 0x5a);
+  CHECK(InsertBytes(inOrder, message, 0, message.size()) == InsertResult::Ok);
+  CHECK(pool.BytesInUse() == kEndpointBudget);
+  CHECK(InsertBytes(inOrder, stream, message.size(), 1) == InsertResult::OverBudget);
+  CHECK(InsertBytes(scattered, stream, 0, 1) == InsertResult::Ok);  // its gap: no new chunk
+  CHECK(scattered.ContiguousEnd() == 12);
+
+  // Read out, the in-order data's chunks serve out-of-order data again, up to the share only.
+  Bytes out;
+  REQUIRE(inOrder.ReadMessage(out) == ReadResult::Message);
+  CHECK(pool.BytesInUse() == kEndpointBudget / 2);
+  CHECK(InsertBytes(scattered, stream, 1 + 5 * kSmallChunk, 1) == InsertResult::OverBudget);
+  CHECK(InsertBytes(scattered, stream, 12, kSmallChunk) == InsertResult::Ok);  // in order
+  CHECK(pool.BytesInUse() == kEndpointBudget / 2);  // the chunks it fills are held already
+  CHECK(InsertBytes(inOrder, stream, message.size(), 2 * kSmallChunk) == InsertResult::Ok);
+  CHECK(pool.BytesInUse() == kEndpointBudget / 2 + 2 * kSmallChunk);
+}
+
 TEST_CASE("ReceiveBuffer keeps the first copy of each byte", "[rudp][buffers]") {
   ChunkPool pool;
   ReceiveBuffer buffer(pool, 1008, 1000);

@@ -829,6 +829,9 @@ class Endpoint::Impl final : public std::enable_shared_from_this<Impl>,
   void OnReadErrorLocked(Receiver& receiver) {
     ++m_receiveErrors;
     receiver.busy = false;
+    // The re-arm reads before it waits: a readable wait wakes only for datagrams that come after
+    // a read that drained the socket, and this read drained nothing.
+    m_moreToRead = true;
     m_receiveBackoff.OnError([self = shared_from_this()] {
       std::lock_guard<std::mutex> lock(self->m_socketMutex);
       self->ArmLocked();

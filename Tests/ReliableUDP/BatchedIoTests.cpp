@@ -4,6 +4,7 @@
 // ReadableWait) wakes for every datagram and makes no epoll_ctl. Waits are on futures and on the
 // socket's readiness with generous timeouts; nothing is timed.
 #include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <catch2/catch.hpp>
@@ -19,11 +20,13 @@
 #include "ReliableUDP/Endpoint.h"
 #include "ReliableUDP/Support/ConnectEndpoints.h"
 #include "ReliableUDP/Support/MessageStream.h"
+#include "ReliableUDP/Support/RawSocketPeer.h"
 #include "Support/IoThreads.h"
 #include "UdpSocket/DatagramBatch.h"
 #include "UdpSocket/ReadableWait.h"
 
 #ifdef __linux__
+#include <dlfcn.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -743,6 +746,49 @@ TEST_CASE("readable waits make no epoll_ctl, where Asio's async_wait makes one e
   CHECK(output == "woken 100");
   // The filter bites: Asio's wait re-arms the socket, and the kernel ends the child at once.
   CHECK(WakeWithoutEpollCtl(true) == "");
+}
+namespace {
+// The next recvmmsg that finds a datagram queued fails with this error instead (0: none), leaving
+// the datagram queued, as a receive the kernel refused (a security module's EACCES, ENOMEM).
+std::atomic<int> g_failNextReadableRecvmmsg{0};
+}  // namespace
+
+// The test binary's own recvmmsg: the endpoint's code linked into it calls this one, which calls
+// the C library's unless a failure is due.
+extern "C" int recvmmsg(int fd, struct mmsghdr* messages, unsigned int count, int flags,
+                        struct timespec* timeout) {
+  using Real = int (*)(int, struct mmsghdr*, unsigned int, int, struct timespec*);
+  static const Real real = reinterpret_cast<Real>(::dlsym(RTLD_NEXT, "recvmmsg"));
+  if (g_failNextReadableRecvmmsg.load() != 0) {
+    pollfd readable{fd, POLLIN, 0};
+    if (::poll(&readable, 1, 0) == 1 && (readable.revents & POLLIN) != 0) {
+      if (const int error = g_failNextReadableRecvmmsg.exchange(0)) {
+        errno = error;
+        return -1;
+      }
+    }
+  }
+  return real(fd, messages, count, flags, timeout);
+}
+
+TEST_CASE("after a failed batched read the endpoint reads again before it waits",
+          "[.][realtime][rudp][batched]") {
+  // The readable wait wakes for datagrams that come after a draining read: one already queued
+  // when a read failed would wait for the next arrival, and a lone datagram would never be read.
+  IoThreads io(1);
+  rudp::EndpointOptions options;
+  options.acceptIncoming = true;
+  REQUIRE(options.batchedIo);
+  rudp::Endpoint server(io.Io(), kAnyLoopback, options);
+  RawSocketPeer peer(kAnyLoopback, server.LocalEndpoint());
+  peer.Send(HelloDatagram(1));
+  REQUIRE(peer.Receive(std::chrono::seconds(10)));  // answered (a Cookie): the server is reading
+  g_failNextReadableRecvmmsg = EACCES;
+  peer.Send(HelloDatagram(2));  // the only datagram: its read fails, and it stays queued
+  CHECK(peer.Receive(std::chrono::seconds(10)));
+  CHECK(g_failNextReadableRecvmmsg == 0);  // the failure happened
+  g_failNextReadableRecvmmsg = 0;
+  server.Close();
 }
 #else
 TEST_CASE("a build without the readable wait refuses to make one", "[.][realtime][rudp][batched]") {

@@ -18,6 +18,12 @@ namespace {
 // or delayed, to reveal that a loss was spurious (Statistics().spuriousLosses).
 constexpr Microseconds kLostRecordKeepPtos = 3;
 
+// The pacer a connection starts with, and starts again with when the negotiated datagram size
+// is known: NewReno's initial window as its burst.
+Pacer InitialPacer(std::size_t maxDatagramSize, Microseconds pacingRtt) {
+  return Pacer(maxDatagramSize, NewReno::InitialWindow(maxDatagramSize), pacingRtt);
+}
+
 std::unique_ptr<ICongestionController> NewController(const LossRecoveryOptions& options) {
   if (!options.congestionControl) {
     return std::make_unique<KnownPathController>(options.maxDatagramSize);
@@ -37,8 +43,7 @@ LossRecovery::LossRecovery(const LossRecoveryOptions& options)
       m_congestionControl(options.congestionControl),
       m_pacing(options.pacing),
       m_modelBased(options.modelBased),
-      m_pacer(options.maxDatagramSize, NewReno::InitialWindow(options.maxDatagramSize),
-              m_rtt.PacingRtt()),
+      m_pacer(InitialPacer(options.maxDatagramSize, m_rtt.PacingRtt())),
       m_controllerSeed(options.controllerSeed) {
   assert(options.maxDatagramSize > 0 &&
          options.maxDatagramSize <= std::numeric_limits<std::uint32_t>::max());
@@ -84,7 +89,7 @@ void LossRecovery::SetMaxDatagramSize(std::size_t maxDatagramSize) {
         "LossRecovery::SetMaxDatagramSize: only before the controller and with nothing in flight");
   }
   m_maxDatagramSize = static_cast<std::uint32_t>(maxDatagramSize);
-  m_pacer = Pacer(maxDatagramSize, NewReno::InitialWindow(maxDatagramSize), m_rtt.PacingRtt());
+  m_pacer = InitialPacer(maxDatagramSize, m_rtt.PacingRtt());
 }
 
 // ---- Sending ----
